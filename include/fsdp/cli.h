@@ -1,0 +1,83 @@
+/* The `fsdp` command: options of `fsdp train`, token data, metrics. */
+#ifndef FSDP_CLI_H
+#define FSDP_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "fsdp/memory.h"
+
+#include "fsdp/gpt2.h"
+#include "fsdp/unit.h"
+
+struct train_options {
+  const char *model;           /* preset name */
+  struct gpt2_config gpt2;     /* preset, then overridden by --n-layer etc. */
+  int seq_len;                 /* T */
+  int batch_size;              /* sequences per rank per step (B) */
+  int global_batch_size;       /* 0, or sequences per step over all ranks (must divide by W) */
+  int steps;
+  float lr, min_lr, weight_decay, grad_clip, beta1, beta2, eps;
+  int warmup;
+  uint64_t seed;
+  const char *data;
+  const char *data_format;     /* auto, text, nanogpt, llmc */
+  float val_fraction;
+  int val_every;
+  int val_batches;
+  const char *log_path;
+  enum sharding_strategy sharding;
+};
+
+/* Fills defaults, then parses argv (after "train"); ends the job with a message
+ * naming the flag on any bad input. Returns 1 when --help was printed. */
+int train_options_parse(struct train_options *o, int argc, char **argv);
+void train_options_print_help(void);
+
+enum token_format { TOKENS_TEXT, TOKENS_NANOGPT, TOKENS_LLMC };
+
+struct token_data {
+  uint16_t *tokens;
+  size_t n_tokens;
+  enum token_format format;
+};
+
+/* Loads a token file (format "auto" decides by content: llm.c magic, .bin suffix, else text)
+ * and checks every token id against vocab_size; every problem ends the job with a
+ * message naming the file. */
+void token_data_load(struct token_data *d, const char *path, const char *format, int vocab_size);
+void token_data_free(struct token_data *d);
+
+/* A contiguous part of the tokens: the training split or the validation split. */
+struct token_split {
+  const uint16_t *tokens;
+  size_t n_tokens;
+};
+void token_data_split(const struct token_data *d, float val_fraction, int seq_len, struct token_split *train,
+                      struct token_split *val);
+
+/* Sequences [first, first + count) of global batch `batch_index`: each sequence's
+ * start is drawn from (seed, batch_index, sequence index), so every world size
+ * reads the same global batch. inputs/targets are (count, T). */
+void token_split_batch(const struct token_split *s, uint64_t seed, uint64_t batch_index, int first, int count,
+                       int T, int *inputs, int *targets);
+
+/* What one training step reports: a console line, and a JSON line in the --log file. */
+struct step_metrics {
+  int step, steps;
+  double loss, grad_norm, lr, step_ms, tokens_per_s;
+  double val_loss;           /* NAN when not evaluated this step */
+  size_t mem_peak_bytes;     /* the largest peak of any rank */
+  struct mem_stats mem;      /* this rank's, by category */
+};
+
+/* Opens the JSON-lines log for writing (NULL path: no log); a failure names the file. */
+FILE *metrics_open_log(const char *path);
+void metrics_report_step(FILE *log, const char *log_path, const struct step_metrics *m);
+/* One console line: current (or peak) bytes per category. */
+void metrics_print_memory(const char *when, const struct mem_stats *s, int peak);
+
+int fsdp_train_main(int argc, char **argv);
+
+#endif

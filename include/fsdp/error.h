@@ -1,0 +1,25 @@
+/* Fatal errors: one message naming what is wrong, then the whole job goes down. */
+#ifndef FSDP_ERROR_H
+#define FSDP_ERROR_H
+
+#include <stddef.h>
+
+/* Called by fsdp_fatal after the message is printed; the comm layer installs one
+ * that aborts every rank so that no peer is left waiting in a collective. */
+typedef void (*fsdp_abort_fn)(int exit_code);
+void fsdp_set_abort_handler(fsdp_abort_fn fn);
+
+/* Prints "fsdp: error: <message>" (with the rank when there are several) and ends the job. */
+_Noreturn void fsdp_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* fsdp_fatal with the failing expression and location, for broken invariants. */
+#define FSDP_CHECK(cond)                                                              \
+  do {                                                                                \
+    if (!(cond)) fsdp_fatal("internal check failed: %s (%s:%d)", #cond, __FILE__, __LINE__); \
+  } while (0)
+
+/* malloc/calloc that end the job with a message instead of returning NULL. */
+void *fsdp_xmalloc(size_t bytes);
+void *fsdp_xcalloc(size_t count, size_t size);
+
+#endif

@@ -1,0 +1,80 @@
+/* GPT-2 on the FSDP runtime: the root unit holds the token and position
+ * embeddings and the final LayerNorm (the head is tied to the token embedding);
+ * each transformer block is a unit of its own. */
+#ifndef FSDP_GPT2_H
+#define FSDP_GPT2_H
+
+#include <stddef.h>
+
+#include "fsdp/runtime.h"
+
+struct gpt2_config {
+  int n_layer;
+  int n_head;
+  int n_embd;
+  int vocab_size;
+  int max_seq_len; /* rows of the position embedding */
+};
+
+/* gpt2-tiny, shakespeare-char, gpt2, gpt2-medium, gpt2-large, gpt2-xl; returns 0 for an unknown name. */
+int gpt2_config_preset(const char *name, struct gpt2_config *out);
+/* A list of the preset names for messages. */
+const char *gpt2_preset_names(void);
+/* NULL when valid, else a message naming the first inconsistent field. */
+const char *gpt2_config_problem(const struct gpt2_config *c);
+
+/* Parameter order within a block unit (the flat layout follows it). */
+enum gpt2_block_param {
+  BLK_LN1_W, BLK_LN1_B, BLK_QKV_W, BLK_QKV_B, BLK_ATTPROJ_W, BLK_ATTPROJ_B,
+  BLK_LN2_W, BLK_LN2_B, BLK_FC_W, BLK_FC_B, BLK_FCPROJ_W, BLK_FCPROJ_B, BLK_NUM_PARAMS
+};
+enum gpt2_root_param { ROOT_WTE, ROOT_WPE, ROOT_LNF_W, ROOT_LNF_B, ROOT_NUM_PARAMS };
+
+/* Saved activations of one block for the backward. */
+struct gpt2_block_acts {
+  float *ln1, *ln1_mean, *ln1_rstd; /* (N, C), (N), (N) */
+  float *qkv;                       /* (N, 3C) */
+  float *atty;                      /* (N, C) */
+  float *att;                       /* (B, NH, T, T) */
+  float *attproj;                   /* (N, C) */
+  float *residual2;                 /* (N, C) */
+  float *ln2, *ln2_mean, *ln2_rstd;
+  float *fch, *fch_gelu;            /* (N, 4C) */
+  float *fcproj;                    /* (N, C) */
+  float *residual3;                 /* (N, C): the block's output */
+};
+
+struct gpt2 {
+  struct gpt2_config config;
+  int B, T;
+  struct fsdp_model *fsdp;
+  struct fsdp_unit *root;
+  struct fsdp_unit **blocks;
+
+  int *inputs, *targets;  /* (B, T), the last batch */
+  float *encoded;         /* (N, C) */
+  struct gpt2_block_acts *acts;
+  float *lnf, *lnf_mean, *lnf_rstd;
+  float *logits;          /* (N, V) */
+  float *probs;           /* (N, V) */
+  float *losses;          /* (N) */
+  float mean_loss;        /* this rank's mean over its B * T tokens */
+
+  /* Gradients of activations, reused by every block in the backward. d_residual
+   * is the gradient of the residual stream at the current depth. */
+  float *d_residual, *d_ln, *d_qkv, *d_atty, *d_fch, *d_fch_gelu; /* (N, C|C|3C|C|4C|4C) */
+  float *d_logits;                                                /* (N, V) */
+};
+
+/* Declares the units on fsdp (which must have none yet) and allocates activations for batches of B x T. */
+void gpt2_create(struct gpt2 *model, const struct gpt2_config *config, struct fsdp_model *fsdp, int B, int T);
+void gpt2_free(struct gpt2 *model);
+
+/* Forward over one batch; sets mean_loss. Drives each unit's pre/post-forward hooks. */
+void gpt2_forward(struct gpt2 *model, const int *inputs, const int *targets);
+/* Backward of the last forward; leaves every unit's reduced gradient in its grad_shard. */
+void gpt2_backward(struct gpt2 *model);
+
+size_t gpt2_num_params(const struct gpt2_config *c);
+
+#endif

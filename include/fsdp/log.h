@@ -1,0 +1,14 @@
+/* Console logging, prefixed with the rank once the job has more than one. */
+#ifndef FSDP_LOG_H
+#define FSDP_LOG_H
+
+void fsdp_log_set_rank(int rank, int world_size);
+int fsdp_log_rank(void);
+int fsdp_log_world_size(void);
+
+/* Printed by rank 0 only, to stdout. */
+void fsdp_log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Printed by every rank, to stderr. */
+void fsdp_log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs what fsdp.c needs to build, run and test, from Debian's packages.
+set -euo pipefail
+packages=(build-essential cmake openmpi-bin libopenmpi-dev libopenblas-dev libcjson-dev
+          python3 python3-torch python3-numpy fortunes)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Sets up a fresh machine and runs the whole test suite: scripts/test.sh [DIR] [CMAKE ARGS...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-build}
+scripts/install-deps.sh
+scripts/build.sh "$@"
+cd "$dir"
+ctest --output-on-failure -j "$(nproc)"

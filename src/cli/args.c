@@ -1,0 +1,311 @@
+/* Options of `fsdp train`. Parsing runs in three steps: collect (flag, value)
+ * pairs, checking names and that each flag has a value; apply --model, so that
+ * the preset is in place before any shape override whatever the flag order;
+ * apply the rest in order. Every bad input ends the job with a message that
+ * names the flag. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsdp/cli.h"
+#include "fsdp/error.h"
+
+static const char *const DEFAULT_MODEL = "shakespeare-char";
+static const int DEFAULT_SEQ_LEN = 256; /* lowered to the model's max_seq_len when that is smaller */
+static const int DEFAULT_BATCH_SIZE = 8;
+static const int DEFAULT_STEPS = 50;
+static const float DEFAULT_LR = 6e-4f;
+static const float MIN_LR_DIVISOR = 10.0f; /* --min-lr defaults to --lr / 10 */
+static const int DEFAULT_WARMUP = 10;
+static const float DEFAULT_WEIGHT_DECAY = 0.1f;
+static const float DEFAULT_GRAD_CLIP = 1.0f;
+static const float DEFAULT_BETA1 = 0.9f, DEFAULT_BETA2 = 0.95f, DEFAULT_EPS = 1e-8f;
+static const uint64_t DEFAULT_SEED = 1337;
+static const char *const DEFAULT_DATA_FORMAT = "auto";
+static const float DEFAULT_VAL_FRACTION = 0.1f;
+static const int DEFAULT_VAL_EVERY = 0;
+static const int DEFAULT_VAL_BATCHES = 4;
+
+static const char *const DATA_FORMATS[] = {"auto", "text", "nanogpt", "llmc"};
+
+enum flag_id {
+  F_MODEL, F_N_LAYER, F_N_HEAD, F_N_EMBD, F_VOCAB_SIZE, F_BLOCK_SIZE, F_SEQ_LEN,
+  F_BATCH_SIZE, F_GLOBAL_BATCH_SIZE, F_STEPS,
+  F_LR, F_MIN_LR, F_WARMUP, F_WEIGHT_DECAY, F_GRAD_CLIP, F_BETA1, F_BETA2, F_EPS, F_SEED,
+  F_DATA, F_DATA_FORMAT, F_VAL_FRACTION, F_VAL_EVERY, F_VAL_BATCHES,
+  F_LOG, F_SHARDING, F_NUM_FLAGS
+};
+
+static const char *const FLAG_NAMES[F_NUM_FLAGS] = {
+  [F_MODEL] = "--model", [F_N_LAYER] = "--n-layer", [F_N_HEAD] = "--n-head", [F_N_EMBD] = "--n-embd",
+  [F_VOCAB_SIZE] = "--vocab-size", [F_BLOCK_SIZE] = "--block-size", [F_SEQ_LEN] = "--seq-len",
+  [F_BATCH_SIZE] = "--batch-size", [F_GLOBAL_BATCH_SIZE] = "--global-batch-size", [F_STEPS] = "--steps",
+  [F_LR] = "--lr", [F_MIN_LR] = "--min-lr", [F_WARMUP] = "--warmup", [F_WEIGHT_DECAY] = "--weight-decay",
+  [F_GRAD_CLIP] = "--grad-clip", [F_BETA1] = "--beta1", [F_BETA2] = "--beta2", [F_EPS] = "--eps",
+  [F_SEED] = "--seed", [F_DATA] = "--data", [F_DATA_FORMAT] = "--data-format",
+  [F_VAL_FRACTION] = "--val-fraction", [F_VAL_EVERY] = "--val-every", [F_VAL_BATCHES] = "--val-batches",
+  [F_LOG] = "--log", [F_SHARDING] = "--sharding",
+};
+
+struct flag_arg {
+  enum flag_id id;
+  const char *value;
+};
+
+/* ---- values ---- */
+
+/* strtol and strtod skip leading blanks; a value with them is a typo, not a number. */
+static int starts_like_number(const char *text) { return text[0] != '\0' && !isspace((unsigned char)text[0]); }
+
+static long parse_integer(const char *flag, const char *text) {
+  char *end;
+  errno = 0;
+  long v = starts_like_number(text) ? strtol(text, &end, 10) : 0;
+  if (!starts_like_number(text) || *end != '\0') fsdp_fatal("%s: '%s' is not an integer", flag, text);
+  if (errno == ERANGE || v > INT_MAX || v < INT_MIN)
+    fsdp_fatal("%s: '%s' is out of range (at most %d)", flag, text, INT_MAX);
+  return v;
+}
+
+static int parse_positive_int(const char *flag, const char *text) {
+  long v = parse_integer(flag, text);
+  if (v <= 0) fsdp_fatal("%s: must be a positive integer, got '%s'", flag, text);
+  return (int)v;
+}
+
+static int parse_nonnegative_int(const char *flag, const char *text) {
+  long v = parse_integer(flag, text);
+  if (v < 0) fsdp_fatal("%s: must be a non-negative integer, got '%s'", flag, text);
+  return (int)v;
+}
+
+static uint64_t parse_u64(const char *flag, const char *text) {
+  /* strtoull accepts "-1" and wraps it around, so only digits are let through. */
+  if (!isdigit((unsigned char)text[0])) fsdp_fatal("%s: must be a non-negative integer, got '%s'", flag, text);
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (*end != '\0') fsdp_fatal("%s: '%s' is not an integer", flag, text);
+  if (errno == ERANGE) fsdp_fatal("%s: '%s' is out of range", flag, text);
+  return (uint64_t)v;
+}
+
+/* A finite float; strtod's nan and inf spellings are refused, as is a value only a double can hold. */
+static float parse_float(const char *flag, const char *text) {
+  char *end;
+  errno = 0;
+  double v = starts_like_number(text) ? strtod(text, &end) : 0.0;
+  if (!starts_like_number(text) || *end != '\0') fsdp_fatal("%s: '%s' is not a number", flag, text);
+  if (errno == ERANGE) fsdp_fatal("%s: '%s' is out of range", flag, text);
+  if (!isfinite(v)) fsdp_fatal("%s: must be a finite number, got '%s'", flag, text);
+  if (!isfinite((float)v)) fsdp_fatal("%s: '%s' is out of range", flag, text);
+  return (float)v;
+}
+
+static float parse_positive_float(const char *flag, const char *text) {
+  float v = parse_float(flag, text);
+  if (!(v > 0.0f)) fsdp_fatal("%s: must be positive, got '%s'", flag, text);
+  return v;
+}
+
+static float parse_nonnegative_float(const char *flag, const char *text) {
+  float v = parse_float(flag, text);
+  if (v < 0.0f) fsdp_fatal("%s: must be non-negative, got '%s'", flag, text);
+  return v;
+}
+
+/* Betas and --val-fraction live in [0, 1): 1 would freeze a moment or leave no training data. */
+static float parse_unit_interval(const char *flag, const char *text) {
+  float v = parse_float(flag, text);
+  if (v < 0.0f || v >= 1.0f) fsdp_fatal("%s: must be in [0, 1), got '%s'", flag, text);
+  return v;
+}
+
+static const char *parse_data_format(const char *text) {
+  for (size_t i = 0; i < sizeof DATA_FORMATS / sizeof DATA_FORMATS[0]; i++)
+    if (strcmp(text, DATA_FORMATS[i]) == 0) return DATA_FORMATS[i];
+  fsdp_fatal("--data-format: unknown format '%s' (known: auto, text, nanogpt, llmc)", text);
+}
+
+static enum sharding_strategy parse_sharding(const char *text) {
+  int s = sharding_strategy_parse(text);
+  if (s < 0) fsdp_fatal("--sharding: unknown strategy '%s' (known: full, grad-op, none)", text);
+  return (enum sharding_strategy)s;
+}
+
+static void apply_model(struct train_options *o, const char *name) {
+  if (!gpt2_config_preset(name, &o->gpt2))
+    fsdp_fatal("--model: unknown model '%s' (known: %s)", name, gpt2_preset_names());
+  o->model = name;
+}
+
+/* ---- flags ---- */
+
+static void set_defaults(struct train_options *o) {
+  memset(o, 0, sizeof *o);
+  apply_model(o, DEFAULT_MODEL);
+  o->seq_len = 0; /* resolved once the model's max_seq_len is final */
+  o->batch_size = DEFAULT_BATCH_SIZE;
+  o->steps = DEFAULT_STEPS;
+  o->lr = DEFAULT_LR;
+  o->min_lr = -1.0f; /* resolved from --lr unless given */
+  o->warmup = DEFAULT_WARMUP;
+  o->weight_decay = DEFAULT_WEIGHT_DECAY;
+  o->grad_clip = DEFAULT_GRAD_CLIP;
+  o->beta1 = DEFAULT_BETA1;
+  o->beta2 = DEFAULT_BETA2;
+  o->eps = DEFAULT_EPS;
+  o->seed = DEFAULT_SEED;
+  o->data_format = DEFAULT_DATA_FORMAT;
+  o->val_fraction = DEFAULT_VAL_FRACTION;
+  o->val_every = DEFAULT_VAL_EVERY;
+  o->val_batches = DEFAULT_VAL_BATCHES;
+  o->sharding = SHARD_FULL;
+}
+
+static int find_flag(const char *name, size_t name_len) {
+  for (int id = 0; id < F_NUM_FLAGS; id++)
+    if (strlen(FLAG_NAMES[id]) == name_len && strncmp(FLAG_NAMES[id], name, name_len) == 0) return id;
+  return -1;
+}
+
+static int is_help(const char *arg) { return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0; }
+
+/* Reads argv into (flag, value) pairs; returns how many, or -1 when --help was asked for.
+ * A value is either after '=' or the next argument; a next argument that is itself a
+ * flag means the value was forgotten. */
+static int collect_flags(int argc, char **argv, struct flag_arg *out) {
+  int n = 0;
+  for (int i = 0; i < argc; i++) {
+    const char *arg = argv[i];
+    if (is_help(arg)) return -1;
+    if (arg[0] == '-' && arg[1] != '-') fsdp_fatal("unknown flag '%s' (see fsdp train --help)", arg);
+    if (arg[0] != '-') fsdp_fatal("unexpected argument '%s' (see fsdp train --help)", arg);
+    const char *eq = strchr(arg, '=');
+    size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
+    int id = find_flag(arg, name_len);
+    if (id < 0) fsdp_fatal("unknown flag '%.*s' (see fsdp train --help)", (int)name_len, arg);
+    const char *value;
+    if (eq) {
+      value = eq + 1;
+    } else {
+      if (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0) fsdp_fatal("%s: missing value", FLAG_NAMES[id]);
+      value = argv[++i];
+    }
+    if (value[0] == '\0') fsdp_fatal("%s: missing value", FLAG_NAMES[id]);
+    out[n++] = (struct flag_arg){(enum flag_id)id, value};
+  }
+  return n;
+}
+
+static void apply_flag(struct train_options *o, enum flag_id id, const char *v) {
+  const char *flag = FLAG_NAMES[id];
+  switch (id) {
+    case F_MODEL: break; /* applied before every other flag */
+    case F_N_LAYER: o->gpt2.n_layer = parse_positive_int(flag, v); break;
+    case F_N_HEAD: o->gpt2.n_head = parse_positive_int(flag, v); break;
+    case F_N_EMBD: o->gpt2.n_embd = parse_positive_int(flag, v); break;
+    case F_VOCAB_SIZE: o->gpt2.vocab_size = parse_positive_int(flag, v); break;
+    case F_BLOCK_SIZE: o->gpt2.max_seq_len = parse_positive_int(flag, v); break;
+    case F_SEQ_LEN: o->seq_len = parse_positive_int(flag, v); break;
+    case F_BATCH_SIZE: o->batch_size = parse_positive_int(flag, v); break;
+    case F_GLOBAL_BATCH_SIZE: o->global_batch_size = parse_nonnegative_int(flag, v); break;
+    case F_STEPS: o->steps = parse_positive_int(flag, v); break;
+    case F_LR: o->lr = parse_positive_float(flag, v); break;
+    case F_MIN_LR: o->min_lr = parse_nonnegative_float(flag, v); break;
+    case F_WARMUP: o->warmup = parse_nonnegative_int(flag, v); break;
+    case F_WEIGHT_DECAY: o->weight_decay = parse_nonnegative_float(flag, v); break;
+    case F_GRAD_CLIP: o->grad_clip = parse_nonnegative_float(flag, v); break;
+    case F_BETA1: o->beta1 = parse_unit_interval(flag, v); break;
+    case F_BETA2: o->beta2 = parse_unit_interval(flag, v); break;
+    case F_EPS: o->eps = parse_positive_float(flag, v); break;
+    case F_SEED: o->seed = parse_u64(flag, v); break;
+    case F_DATA: o->data = v; break;
+    case F_DATA_FORMAT: o->data_format = parse_data_format(v); break;
+    case F_VAL_FRACTION: o->val_fraction = parse_unit_interval(flag, v); break;
+    case F_VAL_EVERY: o->val_every = parse_nonnegative_int(flag, v); break;
+    case F_VAL_BATCHES: o->val_batches = parse_positive_int(flag, v); break;
+    case F_LOG: o->log_path = v; break;
+    case F_SHARDING: o->sharding = parse_sharding(v); break;
+    case F_NUM_FLAGS: FSDP_CHECK(!"not a flag"); break;
+  }
+}
+
+/* Defaults that depend on other flags, then the checks that involve several flags. */
+static void resolve_and_check(struct train_options *o) {
+  if (!o->data) fsdp_fatal("--data is required (see fsdp train --help)");
+  const char *problem = gpt2_config_problem(&o->gpt2);
+  if (problem) fsdp_fatal("model '%s': %s", o->model, problem);
+  if (o->seq_len == 0)
+    o->seq_len = DEFAULT_SEQ_LEN < o->gpt2.max_seq_len ? DEFAULT_SEQ_LEN : o->gpt2.max_seq_len;
+  if (o->seq_len > o->gpt2.max_seq_len)
+    fsdp_fatal("--seq-len: %d exceeds the model's max_seq_len %d (raise it with --block-size)", o->seq_len,
+               o->gpt2.max_seq_len);
+  if (o->min_lr < 0.0f) o->min_lr = o->lr / MIN_LR_DIVISOR;
+  if (o->min_lr > o->lr) fsdp_fatal("--min-lr: %g exceeds --lr %g", o->min_lr, o->lr);
+}
+
+/* argv[0] is the command name ("train"), as in main's argv, so that the same argv
+ * can go through MPI_Init first. */
+int train_options_parse(struct train_options *o, int argc, char **argv) {
+  set_defaults(o);
+  int n_args = argc > 1 ? argc - 1 : 0;
+  struct flag_arg *args = fsdp_xmalloc(sizeof *args * (size_t)(n_args > 0 ? n_args : 1));
+  int n = collect_flags(n_args, argv + 1, args);
+  if (n < 0) {
+    free(args);
+    train_options_print_help();
+    return 1;
+  }
+  for (int i = 0; i < n; i++)
+    if (args[i].id == F_MODEL) apply_model(o, args[i].value);
+  for (int i = 0; i < n; i++) apply_flag(o, args[i].id, args[i].value);
+  free(args);
+  resolve_and_check(o);
+  return 0;
+}
+
+void train_options_print_help(void) {
+  printf("usage: fsdp train --data FILE [options]   (flags take '--flag VALUE' or '--flag=VALUE')\n\n");
+  printf("model:\n");
+  printf("  --model NAME            preset: %s (default %s)\n", gpt2_preset_names(), DEFAULT_MODEL);
+  printf("  --n-layer N             transformer blocks (default: from the preset)\n");
+  printf("  --n-head N              attention heads (default: from the preset)\n");
+  printf("  --n-embd N              embedding width (default: from the preset)\n");
+  printf("  --vocab-size N          vocabulary size; every token id must be below it (default: from the preset)\n");
+  printf("  --block-size N          the model's max_seq_len, rows of the position embedding (default: from the preset)\n");
+  printf("  --sharding S            full (ZeRO-3), grad-op (ZeRO-2) or none (DDP) (default full)\n");
+  printf("\nbatch and schedule:\n");
+  printf("  --seq-len T             tokens per sequence (default %d, or the model's max_seq_len if smaller)\n",
+         DEFAULT_SEQ_LEN);
+  printf("  --batch-size B          sequences per rank per step (default %d)\n", DEFAULT_BATCH_SIZE);
+  printf("  --global-batch-size G   sequences per step over all ranks, divided among them (default: unset)\n");
+  printf("  --steps N               optimizer steps (default %d)\n", DEFAULT_STEPS);
+  printf("  --seed N                seed of the initial weights and of the batches (default %llu)\n",
+         (unsigned long long)DEFAULT_SEED);
+  printf("\noptimizer (AdamW; the learning rate warms up to --lr, then decays to --min-lr):\n");
+  printf("  --lr X                  peak learning rate (default %g)\n", DEFAULT_LR);
+  printf("  --min-lr X              learning rate at the end of the decay (default: --lr / %g)\n", MIN_LR_DIVISOR);
+  printf("  --warmup N              warmup steps (default %d)\n", DEFAULT_WARMUP);
+  printf("  --weight-decay X        decoupled weight decay (default %g)\n", DEFAULT_WEIGHT_DECAY);
+  printf("  --grad-clip X           clip the global gradient norm to X; 0 disables (default %g)\n",
+         DEFAULT_GRAD_CLIP);
+  printf("  --beta1 X               (default %g)\n", DEFAULT_BETA1);
+  printf("  --beta2 X               (default %g)\n", DEFAULT_BETA2);
+  printf("  --eps X                 (default %g)\n", DEFAULT_EPS);
+  printf("\ndata:\n");
+  printf("  --data FILE             token file (required)\n");
+  printf("  --data-format F         auto, text (bytes), nanogpt (uint16 .bin) or llmc (llm.c .bin) (default %s)\n",
+         DEFAULT_DATA_FORMAT);
+  printf("  --val-fraction X        last fraction of the tokens kept for validation, in [0, 1) (default %g)\n",
+         DEFAULT_VAL_FRACTION);
+  printf("  --val-every N           validate every N steps; 0 never (default %d)\n", DEFAULT_VAL_EVERY);
+  printf("  --val-batches N         batches per validation (default %d)\n", DEFAULT_VAL_BATCHES);
+  printf("\noutput:\n");
+  printf("  --log FILE              metrics, one JSON object per step (default: none)\n");
+  printf("  -h, --help              this text\n");
+}

@@ -1,0 +1,25 @@
+#include <stdio.h>
+#include <string.h>
+
+#include "fsdp/cli.h"
+
+static void print_usage(FILE *out) {
+  fputs("usage: fsdp COMMAND [options]\n"
+        "\n"
+        "commands:\n"
+        "  train    train a GPT-2 with fully sharded data parallelism (launch with mpirun -np N)\n"
+        "\n"
+        "'fsdp COMMAND --help' lists a command's options.\n",
+        out);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+    print_usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  if (strcmp(argv[1], "train") == 0) return fsdp_train_main(argc - 1, argv + 1);
+  fprintf(stderr, "fsdp: error: unknown command '%s'\n", argv[1]);
+  print_usage(stderr);
+  return 2;
+}

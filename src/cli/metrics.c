@@ -1,0 +1,59 @@
+#include <cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fsdp/cli.h"
+#include "fsdp/error.h"
+#include "fsdp/log.h"
+
+static double mib(size_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
+
+FILE *metrics_open_log(const char *path) {
+  if (!path) return NULL;
+  FILE *f = fopen(path, "w");
+  if (!f) fsdp_fatal("--log: cannot open '%s' for writing: %s", path, strerror(errno));
+  return f;
+}
+
+static void write_json_line(FILE *log, const char *log_path, const struct step_metrics *m) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "step", m->step);
+  cJSON_AddNumberToObject(o, "loss", m->loss);
+  cJSON_AddNumberToObject(o, "grad_norm", m->grad_norm);
+  cJSON_AddNumberToObject(o, "lr", m->lr);
+  cJSON_AddNumberToObject(o, "step_ms", m->step_ms);
+  cJSON_AddNumberToObject(o, "tokens_per_s", m->tokens_per_s);
+  cJSON_AddNumberToObject(o, "mem_peak_bytes", (double)m->mem_peak_bytes);
+  if (!isnan(m->val_loss)) cJSON_AddNumberToObject(o, "val_loss", m->val_loss);
+  cJSON *categories = cJSON_AddObjectToObject(o, "mem_peak_bytes_by_category");
+  for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
+    cJSON_AddNumberToObject(categories, mem_category_name(c), (double)m->mem.peak[c]);
+  char *text = cJSON_PrintUnformatted(o);
+  if (!text || fprintf(log, "%s\n", text) < 0 || fflush(log) != 0)
+    fsdp_fatal("--log: cannot write to '%s': %s", log_path, strerror(errno));
+  cJSON_free(text);
+  cJSON_Delete(o);
+}
+
+void metrics_report_step(FILE *log, const char *log_path, const struct step_metrics *m) {
+  char val[48] = "";
+  if (!isnan(m->val_loss)) snprintf(val, sizeof val, " | val loss %.4f", m->val_loss);
+  fsdp_log_info("step %5d/%d | loss %.4f | grad norm %.4f | lr %.3e | %.1f ms | %.0f tok/s | peak %.1f MiB/rank%s",
+                m->step, m->steps, m->loss, m->grad_norm, m->lr, m->step_ms, m->tokens_per_s,
+                mib(m->mem_peak_bytes), val);
+  if (log) write_json_line(log, log_path, m);
+}
+
+void metrics_print_memory(const char *when, const struct mem_stats *s, int peak) {
+  char line[512];
+  int n = snprintf(line, sizeof line, "memory %s (rank 0, %s MiB):", when, peak ? "peak" : "current");
+  for (int c = 0; c < MEM_NUM_CATEGORIES && n < (int)sizeof line; c++) {
+    size_t bytes = peak ? s->peak[c] : s->current[c];
+    if (bytes) n += snprintf(line + n, sizeof line - (size_t)n, " %s %.2f", mem_category_name(c), mib(bytes));
+  }
+  if (n < (int)sizeof line)
+    snprintf(line + n, sizeof line - (size_t)n, " | total %.2f", mib(peak ? s->total_peak : s->total_current));
+  fsdp_log_info("%s", line);
+}

@@ -1,0 +1,39 @@
+#include "fsdp/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fsdp/log.h"
+
+static fsdp_abort_fn abort_handler;
+
+void fsdp_set_abort_handler(fsdp_abort_fn fn) { abort_handler = fn; }
+
+void fsdp_fatal(const char *fmt, ...) {
+  char message[2048];
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(message, sizeof message, fmt, args);
+  va_end(args);
+  if (fsdp_log_world_size() > 1)
+    fprintf(stderr, "fsdp: error: rank %d: %s\n", fsdp_log_rank(), message);
+  else
+    fprintf(stderr, "fsdp: error: %s\n", message);
+  fflush(stderr);
+  fflush(stdout);
+  if (abort_handler) abort_handler(1);
+  exit(1);
+}
+
+void *fsdp_xmalloc(size_t bytes) {
+  void *p = malloc(bytes ? bytes : 1);
+  if (!p) fsdp_fatal("out of memory allocating %zu bytes", bytes);
+  return p;
+}
+
+void *fsdp_xcalloc(size_t count, size_t size) {
+  void *p = calloc(count ? count : 1, size ? size : 1);
+  if (!p) fsdp_fatal("out of memory allocating %zu x %zu bytes", count, size);
+  return p;
+}

@@ -1,0 +1,35 @@
+#include "fsdp/log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static int log_rank;
+static int log_world_size = 1;
+
+void fsdp_log_set_rank(int rank, int world_size) {
+  log_rank = rank;
+  log_world_size = world_size;
+}
+
+int fsdp_log_rank(void) { return log_rank; }
+int fsdp_log_world_size(void) { return log_world_size; }
+
+void fsdp_log_info(const char *fmt, ...) {
+  if (log_rank != 0) return;
+  va_list args;
+  va_start(args, fmt);
+  vfprintf(stdout, fmt, args);
+  va_end(args);
+  fputc('\n', stdout);
+  fflush(stdout);
+}
+
+void fsdp_log_warn(const char *fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  if (log_world_size > 1) fprintf(stderr, "fsdp: warning: rank %d: ", log_rank);
+  else fputs("fsdp: warning: ", stderr);
+  vfprintf(stderr, fmt, args);
+  va_end(args);
+  fputc('\n', stderr);
+}

@@ -1,0 +1,88 @@
+#include "fsdp/memory.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsdp/error.h"
+
+/* Each block carries a header with its size and category so that mem_free needs
+ * only the pointer; the header is padded to keep the payload 64-byte aligned. */
+enum { HEADER_BYTES = 64 };
+
+struct block_header {
+  size_t bytes;
+  int category;
+  unsigned magic;
+};
+
+static const unsigned BLOCK_MAGIC = 0xf5d9a11cu;
+
+/* The tracker is shared by the compute thread and, later, the comm stream threads. */
+static pthread_mutex_t tracker_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mem_stats stats;
+
+static void account(int category, size_t bytes, int sign) {
+  pthread_mutex_lock(&tracker_lock);
+  if (sign > 0) {
+    stats.current[category] += bytes;
+    stats.total_current += bytes;
+    if (stats.current[category] > stats.peak[category]) stats.peak[category] = stats.current[category];
+    if (stats.total_current > stats.total_peak) stats.total_peak = stats.total_current;
+  } else {
+    stats.current[category] -= bytes;
+    stats.total_current -= bytes;
+  }
+  pthread_mutex_unlock(&tracker_lock);
+}
+
+void *mem_alloc(size_t bytes, enum mem_category category) {
+  FSDP_CHECK(category >= 0 && category < MEM_NUM_CATEGORIES);
+  size_t payload = (bytes + 63) & ~(size_t)63;
+  void *raw = NULL;
+  if (posix_memalign(&raw, 64, HEADER_BYTES + payload) != 0)
+    fsdp_fatal("out of memory allocating %zu bytes for %s", bytes, mem_category_name(category));
+  memset(raw, 0, HEADER_BYTES + payload);
+  struct block_header *h = raw;
+  h->bytes = bytes;
+  h->category = category;
+  h->magic = BLOCK_MAGIC;
+  account(category, bytes, +1);
+  return (char *)raw + HEADER_BYTES;
+}
+
+static struct block_header *header_of(const void *ptr) {
+  struct block_header *h = (struct block_header *)((char *)ptr - HEADER_BYTES);
+  FSDP_CHECK(h->magic == BLOCK_MAGIC);
+  return h;
+}
+
+void mem_free(void *ptr) {
+  if (!ptr) return;
+  struct block_header *h = header_of(ptr);
+  account(h->category, h->bytes, -1);
+  h->magic = 0;
+  free(h);
+}
+
+size_t mem_size(const void *ptr) { return ptr ? header_of(ptr)->bytes : 0; }
+
+void mem_get_stats(struct mem_stats *out) {
+  pthread_mutex_lock(&tracker_lock);
+  *out = stats;
+  pthread_mutex_unlock(&tracker_lock);
+}
+
+void mem_reset_peaks(void) {
+  pthread_mutex_lock(&tracker_lock);
+  memcpy(stats.peak, stats.current, sizeof stats.peak);
+  stats.total_peak = stats.total_current;
+  pthread_mutex_unlock(&tracker_lock);
+}
+
+const char *mem_category_name(enum mem_category category) {
+  static const char *names[MEM_NUM_CATEGORIES] = {
+      "sharded_params", "unsharded_params", "sharded_grads", "unsharded_grads",
+      "optimizer",      "activations",      "comm",          "other"};
+  return category >= 0 && category < MEM_NUM_CATEGORIES ? names[category] : "unknown";
+}

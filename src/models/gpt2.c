@@ -1,0 +1,282 @@
+#include "fsdp/gpt2.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsdp/error.h"
+#include "fsdp/memory.h"
+#include "fsdp/nn.h"
+
+struct gpt2_preset {
+  const char *name;
+  struct gpt2_config config;
+};
+
+/* The last four are the GPT-2 124M/350M/774M/1.5B shapes; the first two read bytes as tokens. */
+static const struct gpt2_preset presets[] = {
+    {"gpt2-tiny", {2, 4, 128, 256, 256}},
+    {"shakespeare-char", {6, 6, 384, 256, 256}},
+    {"gpt2", {12, 12, 768, 50257, 1024}},
+    {"gpt2-medium", {24, 16, 1024, 50257, 1024}},
+    {"gpt2-large", {36, 20, 1280, 50257, 1024}},
+    {"gpt2-xl", {48, 25, 1600, 50257, 1024}},
+};
+enum { NUM_PRESETS = sizeof presets / sizeof presets[0] };
+
+int gpt2_config_preset(const char *name, struct gpt2_config *out) {
+  for (int i = 0; i < NUM_PRESETS; i++)
+    if (strcmp(presets[i].name, name) == 0) {
+      *out = presets[i].config;
+      return 1;
+    }
+  return 0;
+}
+
+const char *gpt2_preset_names(void) { return "gpt2-tiny, shakespeare-char, gpt2, gpt2-medium, gpt2-large, gpt2-xl"; }
+
+const char *gpt2_config_problem(const struct gpt2_config *c) {
+  static char message[160];
+  if (c->n_layer < 1) return "--n-layer must be at least 1";
+  if (c->n_head < 1) return "--n-head must be at least 1";
+  if (c->n_embd < 1) return "--n-embd must be at least 1";
+  if (c->vocab_size < 1) return "--vocab-size must be at least 1";
+  if (c->max_seq_len < 1) return "the model's maximum sequence length must be at least 1";
+  if (c->n_embd % c->n_head != 0) {
+    snprintf(message, sizeof message, "--n-embd %d is not divisible by --n-head %d", c->n_embd, c->n_head);
+    return message;
+  }
+  return NULL;
+}
+
+size_t gpt2_num_params(const struct gpt2_config *c) {
+  size_t C = (size_t)c->n_embd;
+  return (size_t)c->vocab_size * C + (size_t)c->max_seq_len * C + 2 * C + (size_t)c->n_layer * (12 * C * C + 13 * C);
+}
+
+/* nanoGPT's init: weights normal(0, 0.02), the two residual projections scaled by
+ * 1/sqrt(2 n_layer), biases zero, LayerNorm weights one; matrices are decayed. */
+static struct param_spec matrix(const char *name, size_t rows, size_t cols, float std) {
+  return (struct param_spec){name, 2, {rows, cols}, PARAM_INIT_NORMAL, std, 1};
+}
+static struct param_spec vector(const char *name, size_t n, float value) {
+  return (struct param_spec){name, 1, {n}, PARAM_INIT_CONSTANT, value, 0};
+}
+
+static void declare_units(struct gpt2 *model) {
+  const struct gpt2_config *c = &model->config;
+  size_t C = (size_t)c->n_embd;
+  float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)c->n_layer);
+  struct param_spec root[ROOT_NUM_PARAMS] = {
+      [ROOT_WTE] = matrix("wte", (size_t)c->vocab_size, C, std),
+      [ROOT_WPE] = matrix("wpe", (size_t)c->max_seq_len, C, std),
+      [ROOT_LNF_W] = vector("lnf.weight", C, 1.0f),
+      [ROOT_LNF_B] = vector("lnf.bias", C, 0.0f),
+  };
+  struct param_spec block[BLK_NUM_PARAMS] = {
+      [BLK_LN1_W] = vector("ln1.weight", C, 1.0f),
+      [BLK_LN1_B] = vector("ln1.bias", C, 0.0f),
+      [BLK_QKV_W] = matrix("attn.qkv.weight", 3 * C, C, std),
+      [BLK_QKV_B] = vector("attn.qkv.bias", 3 * C, 0.0f),
+      [BLK_ATTPROJ_W] = matrix("attn.proj.weight", C, C, proj_std),
+      [BLK_ATTPROJ_B] = vector("attn.proj.bias", C, 0.0f),
+      [BLK_LN2_W] = vector("ln2.weight", C, 1.0f),
+      [BLK_LN2_B] = vector("ln2.bias", C, 0.0f),
+      [BLK_FC_W] = matrix("mlp.fc.weight", 4 * C, C, std),
+      [BLK_FC_B] = vector("mlp.fc.bias", 4 * C, 0.0f),
+      [BLK_FCPROJ_W] = matrix("mlp.proj.weight", C, 4 * C, proj_std),
+      [BLK_FCPROJ_B] = vector("mlp.proj.bias", C, 0.0f),
+  };
+  model->root = fsdp_model_add_unit(model->fsdp, "root", root, ROOT_NUM_PARAMS, 1);
+  model->blocks = fsdp_xcalloc((size_t)c->n_layer, sizeof *model->blocks);
+  for (int l = 0; l < c->n_layer; l++) {
+    char name[32];
+    snprintf(name, sizeof name, "block %d", l);
+    model->blocks[l] = fsdp_model_add_unit(model->fsdp, name, block, BLK_NUM_PARAMS, 0);
+  }
+}
+
+static float *activation(size_t elements) { return mem_alloc(elements * sizeof(float), MEM_ACTIVATIONS); }
+
+static void allocate_activations(struct gpt2 *model) {
+  const struct gpt2_config *c = &model->config;
+  size_t N = (size_t)model->B * model->T, C = (size_t)c->n_embd, V = (size_t)c->vocab_size;
+  model->inputs = mem_alloc(N * sizeof(int), MEM_ACTIVATIONS);
+  model->targets = mem_alloc(N * sizeof(int), MEM_ACTIVATIONS);
+  model->encoded = activation(N * C);
+  model->acts = fsdp_xcalloc((size_t)c->n_layer, sizeof *model->acts);
+  for (int l = 0; l < c->n_layer; l++) {
+    struct gpt2_block_acts *a = &model->acts[l];
+    a->ln1 = activation(N * C);
+    a->ln1_mean = activation(N);
+    a->ln1_rstd = activation(N);
+    a->qkv = activation(N * 3 * C);
+    a->atty = activation(N * C);
+    a->att = activation((size_t)model->B * c->n_head * model->T * model->T);
+    a->attproj = activation(N * C);
+    a->residual2 = activation(N * C);
+    a->ln2 = activation(N * C);
+    a->ln2_mean = activation(N);
+    a->ln2_rstd = activation(N);
+    a->fch = activation(N * 4 * C);
+    a->fch_gelu = activation(N * 4 * C);
+    a->fcproj = activation(N * C);
+    a->residual3 = activation(N * C);
+  }
+  model->lnf = activation(N * C);
+  model->lnf_mean = activation(N);
+  model->lnf_rstd = activation(N);
+  model->logits = activation(N * V);
+  model->probs = activation(N * V);
+  model->losses = activation(N);
+  model->d_residual = activation(N * C);
+  model->d_ln = activation(N * C);
+  model->d_qkv = activation(N * 3 * C);
+  model->d_atty = activation(N * C);
+  model->d_fch = activation(N * 4 * C);
+  model->d_fch_gelu = activation(N * 4 * C);
+  model->d_logits = activation(N * V);
+}
+
+void gpt2_create(struct gpt2 *model, const struct gpt2_config *config, struct fsdp_model *fsdp, int B, int T) {
+  FSDP_CHECK(fsdp->n_units == 0 && gpt2_config_problem(config) == NULL);
+  FSDP_CHECK(B >= 1 && T >= 1 && T <= config->max_seq_len);
+  memset(model, 0, sizeof *model);
+  model->config = *config;
+  model->B = B;
+  model->T = T;
+  model->fsdp = fsdp;
+  declare_units(model);
+  allocate_activations(model);
+}
+
+void gpt2_free(struct gpt2 *model) {
+  float **buffers[] = {&model->encoded, &model->lnf, &model->lnf_mean, &model->lnf_rstd, &model->logits,
+                       &model->probs, &model->losses, &model->d_residual, &model->d_ln, &model->d_qkv,
+                       &model->d_atty, &model->d_fch, &model->d_fch_gelu, &model->d_logits};
+  for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++) mem_free(*buffers[i]);
+  for (int l = 0; l < model->config.n_layer; l++) {
+    struct gpt2_block_acts *a = &model->acts[l];
+    float *block_buffers[] = {a->ln1, a->ln1_mean, a->ln1_rstd, a->qkv, a->atty, a->att, a->attproj,
+                              a->residual2, a->ln2, a->ln2_mean, a->ln2_rstd, a->fch, a->fch_gelu,
+                              a->fcproj, a->residual3};
+    for (size_t i = 0; i < sizeof block_buffers / sizeof block_buffers[0]; i++) mem_free(block_buffers[i]);
+  }
+  mem_free(model->inputs);
+  mem_free(model->targets);
+  free(model->acts);
+  free(model->blocks);
+  memset(model, 0, sizeof *model);
+}
+
+/* x -> x + attn(ln1(x)) -> (that) + mlp(ln2(that)) */
+static void block_forward(struct gpt2 *model, int l, const float *input) {
+  struct fsdp_unit *u = model->blocks[l];
+  struct gpt2_block_acts *a = &model->acts[l];
+  int N = model->B * model->T, C = model->config.n_embd;
+  layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, input, fsdp_unit_param(u, BLK_LN1_W),
+                    fsdp_unit_param(u, BLK_LN1_B), N, C);
+  matmul_forward(a->qkv, a->ln1, fsdp_unit_param(u, BLK_QKV_W), fsdp_unit_param(u, BLK_QKV_B), N, C, 3 * C);
+  attention_forward(a->atty, a->att, a->qkv, model->B, model->T, C, model->config.n_head);
+  matmul_forward(a->attproj, a->atty, fsdp_unit_param(u, BLK_ATTPROJ_W), fsdp_unit_param(u, BLK_ATTPROJ_B), N, C,
+                 C);
+  residual_forward(a->residual2, input, a->attproj, N * C);
+  layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->residual2, fsdp_unit_param(u, BLK_LN2_W),
+                    fsdp_unit_param(u, BLK_LN2_B), N, C);
+  matmul_forward(a->fch, a->ln2, fsdp_unit_param(u, BLK_FC_W), fsdp_unit_param(u, BLK_FC_B), N, C, 4 * C);
+  gelu_forward(a->fch_gelu, a->fch, N * 4 * C);
+  matmul_forward(a->fcproj, a->fch_gelu, fsdp_unit_param(u, BLK_FCPROJ_W), fsdp_unit_param(u, BLK_FCPROJ_B), N,
+                 4 * C, C);
+  residual_forward(a->residual3, a->residual2, a->fcproj, N * C);
+}
+
+void gpt2_forward(struct gpt2 *model, const int *inputs, const int *targets) {
+  const struct gpt2_config *c = &model->config;
+  int B = model->B, T = model->T, C = c->n_embd, V = c->vocab_size, N = B * T;
+  memcpy(model->inputs, inputs, (size_t)N * sizeof(int));
+  memcpy(model->targets, targets, (size_t)N * sizeof(int));
+
+  struct fsdp_unit *root = model->root;
+  fsdp_unit_pre_forward(root);
+  encoder_forward(model->encoded, inputs, fsdp_unit_param(root, ROOT_WTE), fsdp_unit_param(root, ROOT_WPE), B, T,
+                  C);
+  const float *residual = model->encoded;
+  for (int l = 0; l < c->n_layer; l++) {
+    fsdp_unit_pre_forward(model->blocks[l]);
+    block_forward(model, l, residual);
+    fsdp_unit_post_forward(model->blocks[l]);
+    residual = model->acts[l].residual3;
+  }
+  layernorm_forward(model->lnf, model->lnf_mean, model->lnf_rstd, residual, fsdp_unit_param(root, ROOT_LNF_W),
+                    fsdp_unit_param(root, ROOT_LNF_B), N, C);
+  /* The head is tied: logits = lnf @ wte^T. */
+  matmul_forward(model->logits, model->lnf, fsdp_unit_param(root, ROOT_WTE), NULL, N, C, V);
+  softmax_crossentropy_forward(model->probs, model->losses, model->logits, targets, N, V);
+  fsdp_unit_post_forward(root);
+
+  double sum = 0.0;
+  for (int i = 0; i < N; i++) sum += model->losses[i];
+  model->mean_loss = (float)(sum / N);
+}
+
+static void zero(float *buffer, size_t elements) { memset(buffer, 0, elements * sizeof(float)); }
+
+/* On entry d_residual holds dL/d(block output); on exit dL/d(block input). The
+ * residual connections pass d_residual through unchanged, so each branch's
+ * LayerNorm backward accumulates into it in place. */
+static void block_backward(struct gpt2 *model, int l, const float *input) {
+  struct fsdp_unit *u = model->blocks[l];
+  struct gpt2_block_acts *a = &model->acts[l];
+  int N = model->B * model->T, C = model->config.n_embd;
+  size_t NC = (size_t)N * C;
+
+  zero(model->d_fch_gelu, 4 * NC);
+  matmul_backward(model->d_fch_gelu, fsdp_unit_grad(u, BLK_FCPROJ_W), fsdp_unit_grad(u, BLK_FCPROJ_B),
+                  model->d_residual, a->fch_gelu, fsdp_unit_param(u, BLK_FCPROJ_W), N, 4 * C, C);
+  zero(model->d_fch, 4 * NC);
+  gelu_backward(model->d_fch, a->fch, model->d_fch_gelu, N * 4 * C);
+  zero(model->d_ln, NC);
+  matmul_backward(model->d_ln, fsdp_unit_grad(u, BLK_FC_W), fsdp_unit_grad(u, BLK_FC_B), model->d_fch, a->ln2,
+                  fsdp_unit_param(u, BLK_FC_W), N, C, 4 * C);
+  layernorm_backward(model->d_residual, fsdp_unit_grad(u, BLK_LN2_W), fsdp_unit_grad(u, BLK_LN2_B), model->d_ln,
+                     a->residual2, fsdp_unit_param(u, BLK_LN2_W), a->ln2_mean, a->ln2_rstd, N, C);
+
+  zero(model->d_atty, NC);
+  matmul_backward(model->d_atty, fsdp_unit_grad(u, BLK_ATTPROJ_W), fsdp_unit_grad(u, BLK_ATTPROJ_B),
+                  model->d_residual, a->atty, fsdp_unit_param(u, BLK_ATTPROJ_W), N, C, C);
+  zero(model->d_qkv, 3 * NC);
+  attention_backward(model->d_qkv, model->d_atty, a->qkv, a->att, model->B, model->T, C, model->config.n_head);
+  zero(model->d_ln, NC);
+  matmul_backward(model->d_ln, fsdp_unit_grad(u, BLK_QKV_W), fsdp_unit_grad(u, BLK_QKV_B), model->d_qkv, a->ln1,
+                  fsdp_unit_param(u, BLK_QKV_W), N, C, 3 * C);
+  layernorm_backward(model->d_residual, fsdp_unit_grad(u, BLK_LN1_W), fsdp_unit_grad(u, BLK_LN1_B), model->d_ln,
+                     input, fsdp_unit_param(u, BLK_LN1_W), a->ln1_mean, a->ln1_rstd, N, C);
+}
+
+void gpt2_backward(struct gpt2 *model) {
+  const struct gpt2_config *c = &model->config;
+  int B = model->B, T = model->T, C = c->n_embd, V = c->vocab_size, L = c->n_layer, N = B * T;
+  size_t NC = (size_t)N * C;
+  struct fsdp_unit *root = model->root;
+
+  fsdp_unit_pre_backward(root);
+  /* The loss is the mean over the N tokens of this rank. */
+  zero(model->d_logits, (size_t)N * V);
+  softmax_crossentropy_backward(model->d_logits, model->probs, model->targets, 1.0f / (float)N, N, V);
+  zero(model->d_ln, NC);
+  matmul_backward(model->d_ln, fsdp_unit_grad(root, ROOT_WTE), NULL, model->d_logits, model->lnf,
+                  fsdp_unit_param(root, ROOT_WTE), N, C, V);
+  zero(model->d_residual, NC);
+  layernorm_backward(model->d_residual, fsdp_unit_grad(root, ROOT_LNF_W), fsdp_unit_grad(root, ROOT_LNF_B),
+                     model->d_ln, model->acts[L - 1].residual3, fsdp_unit_param(root, ROOT_LNF_W),
+                     model->lnf_mean, model->lnf_rstd, N, C);
+  for (int l = L - 1; l >= 0; l--) {
+    fsdp_unit_pre_backward(model->blocks[l]);
+    block_backward(model, l, l == 0 ? model->encoded : model->acts[l - 1].residual3);
+    fsdp_unit_post_backward(model->blocks[l]);
+  }
+  encoder_backward(fsdp_unit_grad(root, ROOT_WTE), fsdp_unit_grad(root, ROOT_WPE), model->d_residual,
+                   model->inputs, B, T, C);
+  fsdp_unit_post_backward(root);
+}

@@ -1,0 +1,37 @@
+#include <math.h>
+#include <stddef.h>
+
+#include "fsdp/nn.h"
+
+#define GELU_SCALE 0.7978845608028654f /* sqrt(2 / pi) */
+#define GELU_CUBE 0.044715f
+
+/* glibc's libmvec has vector versions of tanhf, but math.h declares them only
+ * under -ffast-math. Declaring tanhf as an OpenMP simd function lets the loops
+ * below call the vector version without fast-math: about 50x faster than the
+ * scalar tanhf, which otherwise dominates a GPT-2 MLP. */
+#pragma omp declare simd notinbranch
+float tanhf(float x);
+
+/* out = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3) */
+void gelu_forward(float *out, const float *inp, int N) {
+#pragma omp parallel for simd
+  for (int i = 0; i < N; i++) {
+    float x = inp[i];
+    float u = GELU_SCALE * (x + GELU_CUBE * x * x * x);
+    out[i] = 0.5f * x * (1.0f + tanhf(u));
+  }
+}
+
+/* d out / dx = 0.5 (1 + tanh u) + 0.5 x sech^2(u) sqrt(2/pi) (1 + 3 * 0.044715 x^2) */
+void gelu_backward(float *dinp, const float *inp, const float *dout, int N) {
+#pragma omp parallel for simd
+  for (int i = 0; i < N; i++) {
+    float x = inp[i];
+    float u = GELU_SCALE * (x + GELU_CUBE * x * x * x);
+    float th = tanhf(u);
+    float sech2 = 1.0f - th * th;
+    float grad = 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_SCALE * (1.0f + 3.0f * GELU_CUBE * x * x);
+    dinp[i] += grad * dout[i];
+  }
+}

@@ -1,0 +1,219 @@
+/* Checks every collective of comm.h against a reference that each rank computes on
+ * its own: what a rank contributes is a pure function of (rank, index), so every rank
+ * knows what all the others sent. Run under mpirun at several world sizes; any
+ * mismatch ends the job with a message naming the collective, dtype, count and rank. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsdp/comm.h"
+#include "fsdp/error.h"
+#include "fsdp/log.h"
+
+/* 0 is legal in MPI; 7 and 4097 are not divisible by any world size above 1. */
+static const size_t counts[] = {0, 1, 7, 1000, 4097};
+static const enum comm_dtype dtypes[] = {COMM_F32, COMM_F64, COMM_I32, COMM_I64};
+
+/* A value no contribution takes, so that an element the collective forgot to write
+ * cannot pass by accident. */
+static const double unwritten = 1e9;
+
+/* One group under test. salt makes each process's values differ in comm_self, where
+ * every process is rank 0: a group that leaked into another process would show. */
+struct suite {
+  struct comm_group *group;
+  const char *group_name;
+  double salt;
+  int checks; /* collective calls verified */
+};
+
+static const char *dtype_name(enum comm_dtype dtype) {
+  switch (dtype) {
+    case COMM_F32: return "f32";
+    case COMM_F64: return "f64";
+    case COMM_I32: return "i32";
+    case COMM_I64: return "i64";
+  }
+  return "?";
+}
+
+static int is_integer(enum comm_dtype dtype) { return dtype == COMM_I32 || dtype == COMM_I64; }
+
+/* What `rank` contributes at index i: multiples of 1/4 below 2^15 (times 4 for the
+ * integer dtypes), exact in f32, and so are their sums over 4 ranks, whatever order
+ * the reduction takes. The leading term puts the largest value on a different rank
+ * from one index to the next, and below zero on some, so MAX is really tested. */
+static double contribution(const struct suite *s, int rank, size_t i, enum comm_dtype dtype) {
+  int leading = (rank * 7 + (int)(i % 13) * 3) % 13 - 6;
+  double v = leading * 1000.0 + (double)i * 0.5 + rank * 0.25 + s->salt;
+  return is_integer(dtype) ? 4 * v : v;
+}
+
+static void store(void *buf, enum comm_dtype dtype, size_t i, double v) {
+  switch (dtype) {
+    case COMM_F32: ((float *)buf)[i] = (float)v; break;
+    case COMM_F64: ((double *)buf)[i] = v; break;
+    case COMM_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
+    case COMM_I64: ((int64_t *)buf)[i] = (int64_t)v; break;
+  }
+}
+
+static double load(const void *buf, enum comm_dtype dtype, size_t i) {
+  switch (dtype) {
+    case COMM_F32: return ((const float *)buf)[i];
+    case COMM_F64: return ((const double *)buf)[i];
+    case COMM_I32: return ((const int32_t *)buf)[i];
+    case COMM_I64: return (double)((const int64_t *)buf)[i];
+  }
+  return NAN;
+}
+
+static void *filled(size_t n, enum comm_dtype dtype, double v) {
+  void *buf = fsdp_xmalloc(n * comm_dtype_size(dtype));
+  for (size_t i = 0; i < n; i++) store(buf, dtype, i, v);
+  return buf;
+}
+
+/* op over all ranks of contribution(., i), rounded as the collective rounds it. */
+static double reduced(const struct suite *s, size_t i, enum comm_dtype dtype,
+                      enum comm_reduce_op op) {
+  int size = comm_size(s->group);
+  double sum = 0, max = -INFINITY;
+  for (int r = 0; r < size; r++) {
+    double v = contribution(s, r, i, dtype);
+    sum += v;
+    max = fmax(max, v);
+  }
+  if (op == COMM_MAX) return max;
+  if (op == COMM_SUM) return sum;
+  return dtype == COMM_F32 ? (double)((float)sum / (float)size) : sum / size;
+}
+
+/* The average may be a multiply by 1/size instead of a division: allow its one rounding. */
+static void expect(const struct suite *s, const char *collective, enum comm_dtype dtype,
+                   size_t count, size_t i, double got, double want, int one_rounding) {
+  double tolerance = one_rounding ? fabs(want) * (dtype == COMM_F32 ? FLT_EPSILON : DBL_EPSILON)
+                                  : 0;
+  if (fabs(got - want) <= tolerance) return;
+  fsdp_fatal("collectives_test: %s on %s (%s, count %zu) wrong on rank %d: element %zu is "
+             "%.17g, expected %.17g",
+             collective, s->group_name, dtype_name(dtype), count, comm_rank(s->group), i, got,
+             want);
+}
+
+static void check_all_gather(struct suite *s, enum comm_dtype dtype, size_t count,
+                             int in_place) {
+  int rank = comm_rank(s->group), size = comm_size(s->group);
+  size_t elem = comm_dtype_size(dtype);
+  void *recv = filled((size_t)size * count, dtype, unwritten);
+  void *own_slice = (char *)recv + (size_t)rank * count * elem;
+  void *send = in_place ? own_slice : fsdp_xmalloc(count * elem);
+  for (size_t i = 0; i < count; i++) store(send, dtype, i, contribution(s, rank, i, dtype));
+
+  comm_all_gather(s->group, send, recv, count, dtype);
+
+  const char *name = in_place ? "in-place all_gather" : "all_gather";
+  for (int r = 0; r < size; r++)
+    for (size_t i = 0; i < count; i++)
+      expect(s, name, dtype, count, (size_t)r * count + i,
+             load(recv, dtype, (size_t)r * count + i), contribution(s, r, i, dtype), 0);
+  if (!in_place) free(send);
+  free(recv);
+  s->checks++;
+}
+
+static void check_reduce_scatter(struct suite *s, enum comm_dtype dtype, size_t count,
+                                 enum comm_reduce_op op, const char *name) {
+  int rank = comm_rank(s->group), size = comm_size(s->group);
+  size_t total = (size_t)size * count;
+  void *send = fsdp_xmalloc(total * comm_dtype_size(dtype));
+  for (size_t j = 0; j < total; j++) store(send, dtype, j, contribution(s, rank, j, dtype));
+  void *recv = filled(count, dtype, unwritten);
+
+  comm_reduce_scatter(s->group, send, recv, count, dtype, op);
+
+  for (size_t i = 0; i < count; i++) {
+    size_t j = (size_t)rank * count + i;
+    expect(s, name, dtype, count, i, load(recv, dtype, i), reduced(s, j, dtype, op),
+           op == COMM_AVG);
+  }
+  free(send);
+  free(recv);
+  s->checks++;
+}
+
+static void check_all_reduce(struct suite *s, enum comm_dtype dtype, size_t count,
+                             enum comm_reduce_op op, const char *name) {
+  int rank = comm_rank(s->group);
+  void *buf = fsdp_xmalloc(count * comm_dtype_size(dtype));
+  for (size_t i = 0; i < count; i++) store(buf, dtype, i, contribution(s, rank, i, dtype));
+
+  comm_all_reduce(s->group, buf, count, dtype, op);
+
+  for (size_t i = 0; i < count; i++)
+    expect(s, name, dtype, count, i, load(buf, dtype, i), reduced(s, i, dtype, op),
+           op == COMM_AVG);
+  free(buf);
+  s->checks++;
+}
+
+/* From the last rank, so that a root other than 0 is exercised whenever W > 1. */
+static void check_broadcast(struct suite *s, enum comm_dtype dtype, size_t count) {
+  int rank = comm_rank(s->group), root = comm_size(s->group) - 1;
+  void *buf = filled(count, dtype, unwritten);
+  if (rank == root)
+    for (size_t i = 0; i < count; i++) store(buf, dtype, i, contribution(s, root, i, dtype));
+
+  comm_broadcast(s->group, buf, count * comm_dtype_size(dtype), root);
+
+  for (size_t i = 0; i < count; i++)
+    expect(s, "broadcast", dtype, count, i, load(buf, dtype, i),
+           contribution(s, root, i, dtype), 0);
+  free(buf);
+  s->checks++;
+}
+
+static void run_suite(struct suite *s) {
+  for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
+    enum comm_dtype dtype = dtypes[d];
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+      size_t count = counts[c];
+      check_all_gather(s, dtype, count, 0);
+      check_all_gather(s, dtype, count, 1);
+      check_reduce_scatter(s, dtype, count, COMM_SUM, "reduce_scatter SUM");
+      check_reduce_scatter(s, dtype, count, COMM_MAX, "reduce_scatter MAX");
+      check_all_reduce(s, dtype, count, COMM_SUM, "all_reduce SUM");
+      check_all_reduce(s, dtype, count, COMM_MAX, "all_reduce MAX");
+      if (!is_integer(dtype)) { /* COMM_AVG is defined for floating point only */
+        check_reduce_scatter(s, dtype, count, COMM_AVG, "reduce_scatter AVG");
+        check_all_reduce(s, dtype, count, COMM_AVG, "all_reduce AVG");
+      }
+      check_broadcast(s, dtype, count);
+    }
+  }
+  comm_barrier(s->group);
+}
+
+int main(int argc, char **argv) {
+  comm_init(&argc, &argv);
+  FSDP_CHECK(comm_dtype_size(COMM_F32) == 4 && comm_dtype_size(COMM_F64) == 8);
+  FSDP_CHECK(comm_dtype_size(COMM_I32) == 4 && comm_dtype_size(COMM_I64) == 8);
+
+  struct comm_group *world = comm_world(), *self = comm_self();
+  if (comm_size(self) != 1 || comm_rank(self) != 0)
+    fsdp_fatal("collectives_test: comm_self is rank %d of %d on world rank %d, expected 0 of 1",
+               comm_rank(self), comm_size(self), comm_rank(world));
+
+  struct suite world_suite = {world, "comm_world", 0, 0};
+  struct suite self_suite = {self, "comm_self", 16.0 * comm_rank(world), 0};
+  run_suite(&world_suite);
+  run_suite(&self_suite);
+
+  fsdp_log_info("collectives_test: W=%d: all %d collective calls match the reference on every "
+                "rank (world and self; f32 f64 i32 i64; counts 0 1 7 1000 4097)",
+                comm_size(world), world_suite.checks + self_suite.checks);
+  comm_finalize();
+  return 0;
+}

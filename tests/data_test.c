@@ -1,0 +1,317 @@
+/* Token data: loading each format, auto detection, the train/validation split,
+ * batches that do not depend on how their sequences are divided among ranks,
+ * and the messages of bad files (each in a child process, since they end it). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fsdp/cli.h"
+
+static int failures;
+
+#define EXPECT(cond, ...)                                     \
+  do {                                                        \
+    if (!(cond)) {                                            \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);    \
+      fprintf(stderr, __VA_ARGS__);                           \
+      fprintf(stderr, "\n");                                  \
+      failures++;                                             \
+    }                                                         \
+  } while (0)
+
+static char temp_dir[] = "/tmp/fsdp_data_test_XXXXXX";
+
+enum { MAX_FILES = 32, PATH_BYTES = 256 };
+static char written[MAX_FILES][PATH_BYTES];
+static int n_written;
+
+/* Writes bytes to temp_dir/name and returns the path (valid until the end of the test). */
+static const char *write_file(const char *name, const void *bytes, size_t n) {
+  if (n_written == MAX_FILES) {
+    fprintf(stderr, "data_test: too many files\n");
+    exit(2);
+  }
+  char *path = written[n_written++];
+  snprintf(path, PATH_BYTES, "%s/%s", temp_dir, name);
+  FILE *f = fopen(path, "wb");
+  if (!f || fwrite(bytes, 1, n, f) != n || fclose(f) != 0) {
+    fprintf(stderr, "data_test: cannot write %s\n", path);
+    exit(2);
+  }
+  return path;
+}
+
+static void put_le16(unsigned char *b, uint16_t v) {
+  b[0] = (unsigned char)v;
+  b[1] = (unsigned char)(v >> 8);
+}
+
+static void put_le32(unsigned char *b, uint32_t v) {
+  for (int i = 0; i < 4; i++) b[i] = (unsigned char)(v >> (8 * i));
+}
+
+static const char *write_nanogpt(const char *name, const uint16_t *tokens, size_t n) {
+  unsigned char *bytes = calloc(2 * n + 1, 1);
+  for (size_t i = 0; i < n; i++) put_le16(bytes + 2 * i, tokens[i]);
+  const char *path = write_file(name, bytes, 2 * n);
+  free(bytes);
+  return path;
+}
+
+/* An llm.c file whose header claims header_count tokens and which holds n of them. */
+static const char *write_llmc(const char *name, uint32_t magic, uint32_t version, uint32_t header_count,
+                              const uint16_t *tokens, size_t n) {
+  size_t size = 1024 + 2 * n;
+  unsigned char *bytes = calloc(size, 1);
+  put_le32(bytes, magic);
+  put_le32(bytes + 4, version);
+  put_le32(bytes + 8, header_count);
+  for (size_t i = 0; i < n; i++) put_le16(bytes + 1024 + 2 * i, tokens[i]);
+  const char *path = write_file(name, bytes, size);
+  free(bytes);
+  return path;
+}
+
+static void expect_tokens(const struct token_data *d, enum token_format format, const uint16_t *want, size_t n,
+                          const char *what) {
+  EXPECT(d->format == format, "%s: format %d, want %d", what, (int)d->format, (int)format);
+  EXPECT(d->n_tokens == n, "%s: %zu tokens, want %zu", what, d->n_tokens, n);
+  if (d->n_tokens != n) return;
+  for (size_t i = 0; i < n; i++)
+    EXPECT(d->tokens[i] == want[i], "%s: token %zu is %u, want %u", what, i, d->tokens[i], want[i]);
+}
+
+static void test_text(void) {
+  const char text[] = "Hi\n\xff";
+  const uint16_t want[] = {'H', 'i', '\n', 0xff};
+  struct token_data d;
+  token_data_load(&d, write_file("input.txt", text, 4), "auto", 256);
+  expect_tokens(&d, TOKENS_TEXT, want, 4, "text, auto");
+  token_data_free(&d);
+  /* An explicit format wins over the .bin suffix. */
+  token_data_load(&d, write_file("text.bin", text, 4), "text", 256);
+  expect_tokens(&d, TOKENS_TEXT, want, 4, "text, explicit");
+  token_data_free(&d);
+}
+
+static void test_nanogpt(void) {
+  const uint16_t tokens[] = {0, 1, 255, 256, 50256, 65535};
+  struct token_data d;
+  token_data_load(&d, write_nanogpt("train.bin", tokens, 6), "auto", 65536);
+  expect_tokens(&d, TOKENS_NANOGPT, tokens, 6, "nanogpt, auto");
+  token_data_free(&d);
+  token_data_load(&d, write_nanogpt("train.u16", tokens, 6), "nanogpt", 65536);
+  expect_tokens(&d, TOKENS_NANOGPT, tokens, 6, "nanogpt, explicit");
+  token_data_free(&d);
+}
+
+static void test_llmc(void) {
+  const uint16_t tokens[] = {50256, 7, 0, 300, 12};
+  struct token_data d;
+  token_data_load(&d, write_llmc("v1.bin", 20240520, 1, 5, tokens, 5), "auto", 50257);
+  expect_tokens(&d, TOKENS_LLMC, tokens, 5, "llmc v1, auto");
+  token_data_free(&d);
+  token_data_load(&d, write_llmc("v2.bin", 20240520, 2, 5, tokens, 5), "llmc", 50257);
+  expect_tokens(&d, TOKENS_LLMC, tokens, 5, "llmc v2, explicit");
+  token_data_free(&d);
+  /* The magic decides, whatever the name. */
+  token_data_load(&d, write_llmc("tokens.dat", 20240520, 1, 5, tokens, 5), "auto", 50257);
+  expect_tokens(&d, TOKENS_LLMC, tokens, 5, "llmc, auto without .bin");
+  token_data_free(&d);
+}
+
+/* A nanoGPT file whose token i is i, so that a token's value is its position. */
+static void load_counting(struct token_data *d, size_t n) {
+  uint16_t *tokens = malloc(n * sizeof *tokens);
+  for (size_t i = 0; i < n; i++) tokens[i] = (uint16_t)i;
+  char name[64];
+  snprintf(name, sizeof name, "count%zu.bin", n);
+  token_data_load(d, write_nanogpt(name, tokens, n), "auto", 65536);
+  free(tokens);
+}
+
+static void test_split(void) {
+  struct token_data d;
+  load_counting(&d, 1000);
+  struct token_split train, val;
+  token_data_split(&d, 0.25f, 16, &train, &val);
+  EXPECT(train.n_tokens == 750 && val.n_tokens == 250, "split 0.25: %zu + %zu", train.n_tokens, val.n_tokens);
+  EXPECT(train.tokens == d.tokens && val.tokens == d.tokens + 750, "split 0.25: the validation split is the tail");
+  token_data_split(&d, 0.7f, 16, &train, &val);
+  EXPECT(train.n_tokens == 300 && val.n_tokens == 700, "split 0.7: %zu + %zu", train.n_tokens, val.n_tokens);
+  token_data_split(&d, 0.0f, 16, &train, &val);
+  EXPECT(train.n_tokens == 1000 && val.n_tokens == 0, "split 0: %zu + %zu", train.n_tokens, val.n_tokens);
+  token_data_free(&d);
+}
+
+enum { T = 16, B = 6 };
+
+/* Reads batch_index as the consecutive ranges [bounds[i], bounds[i + 1]). */
+static void read_in_parts(const struct token_split *s, uint64_t batch_index, const int *bounds, int n_parts,
+                          int *inputs, int *targets) {
+  for (int p = 0; p < n_parts; p++)
+    token_split_batch(s, 1234, batch_index, bounds[p], bounds[p + 1] - bounds[p], T, inputs + bounds[p] * T,
+                      targets + bounds[p] * T);
+}
+
+/* With token i == i, a sequence is a window of the split when it counts up from its start. */
+static void expect_windows(const struct token_split *s, const int *inputs, const int *targets, const char *what) {
+  int base = s->tokens[0];
+  for (int j = 0; j < B; j++) {
+    const int *in = inputs + j * T, *tg = targets + j * T;
+    EXPECT(in[0] >= base && (size_t)(in[0] - base) + T < s->n_tokens, "%s: sequence %d starts at %d, outside", what,
+           j, in[0]);
+    for (int t = 0; t < T; t++) {
+      EXPECT(in[t] == in[0] + t, "%s: sequence %d is not contiguous at %d", what, j, t);
+      EXPECT(tg[t] == in[t] + 1, "%s: sequence %d: target %d is not the next token", what, j, t);
+    }
+  }
+}
+
+static void test_batches(void) {
+  struct token_data d;
+  load_counting(&d, 1000);
+  struct token_split train, val;
+  token_data_split(&d, 0.25f, T, &train, &val);
+
+  int whole_in[B * T], whole_tg[B * T], in[B * T], tg[B * T];
+  const int one[] = {0, 6}, halves[] = {0, 3, 6}, thirds[] = {0, 2, 4, 6};
+  read_in_parts(&train, 5, one, 1, whole_in, whole_tg);
+  expect_windows(&train, whole_in, whole_tg, "train [0,6)");
+  read_in_parts(&train, 5, halves, 2, in, tg);
+  EXPECT(memcmp(in, whole_in, sizeof in) == 0 && memcmp(tg, whole_tg, sizeof tg) == 0, "[0,3)+[3,6) != [0,6)");
+  read_in_parts(&train, 5, thirds, 3, in, tg);
+  EXPECT(memcmp(in, whole_in, sizeof in) == 0 && memcmp(tg, whole_tg, sizeof tg) == 0,
+         "[0,2)+[2,4)+[4,6) != [0,6)");
+
+  read_in_parts(&train, 6, one, 1, in, tg);
+  EXPECT(memcmp(in, whole_in, sizeof in) != 0, "batches 5 and 6 are the same");
+  int starts_distinct = 0;
+  for (int j = 1; j < B; j++) starts_distinct += whole_in[j * T] != whole_in[0];
+  EXPECT(starts_distinct > 0, "every sequence of a batch starts at the same token");
+
+  read_in_parts(&val, 5, one, 1, in, tg);
+  expect_windows(&val, in, tg, "val [0,6)");
+  token_data_free(&d);
+}
+
+/* A split of T + 2 tokens has exactly two starts, 0 and 1; both must be drawn, and nothing beyond. */
+static void test_batch_start_range(void) {
+  struct token_data d;
+  load_counting(&d, T + 2);
+  struct token_split train, val;
+  token_data_split(&d, 0.0f, T, &train, &val);
+  int seen[2] = {0, 0};
+  for (uint64_t b = 0; b < 64; b++) {
+    int in[T], tg[T];
+    token_split_batch(&train, 99, b, 0, 1, T, in, tg);
+    EXPECT(in[0] == 0 || in[0] == 1, "start %d with only starts 0 and 1 possible", in[0]);
+    if (in[0] == 0 || in[0] == 1) seen[in[0]] = 1;
+  }
+  EXPECT(seen[0] && seen[1], "64 batches drew start 0: %d, start 1: %d", seen[0], seen[1]);
+  token_data_free(&d);
+}
+
+/* ---- bad files: the job must end, with a message that names the problem ---- */
+
+struct load_case {
+  const char *path, *format;
+  int vocab_size;
+  int split_seq_len; /* > 0: also split with this --seq-len */
+  float val_fraction;
+};
+
+static void run_load_case(const struct load_case *c) {
+  struct token_data d;
+  token_data_load(&d, c->path, c->format, c->vocab_size);
+  if (c->split_seq_len > 0) {
+    struct token_split train, val;
+    token_data_split(&d, c->val_fraction, c->split_seq_len, &train, &val);
+  }
+}
+
+/* Runs the case in a child with stderr captured; it must exit non-zero and say every word. */
+static void expect_fatal(const char *what, const struct load_case *c, const char *word1, const char *word2) {
+  int fds[2];
+  if (pipe(fds) != 0) exit(2);
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) exit(2);
+  if (pid == 0) {
+    close(fds[0]);
+    dup2(fds[1], STDERR_FILENO);
+    run_load_case(c);
+    _exit(0);
+  }
+  close(fds[1]);
+  char message[4096];
+  size_t len = 0;
+  ssize_t got;
+  while ((got = read(fds[0], message + len, sizeof message - 1 - len)) > 0) len += (size_t)got;
+  message[len] = '\0';
+  close(fds[0]);
+  int status;
+  waitpid(pid, &status, 0);
+  int failed = WIFEXITED(status) && WEXITSTATUS(status) != 0;
+  EXPECT(failed, "%s: the load did not fail (stderr: %s)", what, message);
+  EXPECT(strstr(message, word1) && strstr(message, word2), "%s: message lacks '%s' / '%s': %s", what, word1,
+         word2, message);
+  if (failed) printf("ok   %s: %s", what, message);
+}
+
+static void test_bad_files(void) {
+  const uint16_t tokens[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  char missing[PATH_BYTES];
+  snprintf(missing, sizeof missing, "%s/missing.bin", temp_dir);
+  const char *empty = write_file("empty.bin", "", 0);
+  const char *short_llmc = write_file("short.bin", "\x88\xd8\x34\x01\x01\x00\x00\x00", 8);
+  const char *mismatch = write_llmc("mismatch.bin", 20240520, 1, 11, tokens, 10);
+  const char *bad_version = write_llmc("version.bin", 20240520, 3, 10, tokens, 10);
+  const char *not_llmc = write_llmc("magic.bin", 12345, 1, 10, tokens, 10);
+  const char *odd = write_file("odd.bin", "\x01\x00\x02", 3);
+  const char *wide = write_file("wide.txt", "abc\xc8", 4);
+  const char *small = write_nanogpt("small.bin", tokens, 10);
+
+  expect_fatal("missing file", &(struct load_case){missing, "auto", 256, 0, 0}, missing, "No such file");
+  expect_fatal("empty file", &(struct load_case){empty, "auto", 256, 0, 0}, empty, "empty");
+  expect_fatal("short llm.c file", &(struct load_case){short_llmc, "auto", 256, 0, 0}, short_llmc, "too short");
+  expect_fatal("llm.c count mismatch", &(struct load_case){mismatch, "auto", 256, 0, 0}, mismatch, "11 tokens");
+  expect_fatal("llm.c version", &(struct load_case){bad_version, "auto", 256, 0, 0}, bad_version, "version 3");
+  expect_fatal("wrong magic", &(struct load_case){not_llmc, "llmc", 256, 0, 0}, not_llmc, "magic 12345");
+  expect_fatal("odd nanoGPT size", &(struct load_case){odd, "auto", 256, 0, 0}, odd, "odd size");
+  expect_fatal("token beyond vocab", &(struct load_case){wide, "auto", 100, 0, 0}, "token id 200 at position 3",
+               "vocab size 100");
+  expect_fatal("short training split", &(struct load_case){small, "auto", 256, 16, 0.0f}, "training split",
+               "--seq-len 16");
+  expect_fatal("short validation split", &(struct load_case){small, "auto", 256, 4, 0.3f}, "validation split",
+               "--val-fraction");
+}
+
+static void remove_temp_files(void) {
+  for (int i = 0; i < n_written; i++) remove(written[i]);
+  rmdir(temp_dir);
+}
+
+int main(void) {
+  if (!mkdtemp(temp_dir)) {
+    perror("data_test: mkdtemp");
+    return 2;
+  }
+  test_text();
+  test_nanogpt();
+  test_llmc();
+  test_split();
+  test_batches();
+  test_batch_start_range();
+  test_bad_files();
+  remove_temp_files();
+  if (failures) {
+    fprintf(stderr, "data_test: %d check(s) failed\n", failures);
+    return 1;
+  }
+  printf("data_test: all checks passed\n");
+  return 0;
+}

@@ -1,0 +1,229 @@
+"""Checks the CPU layer kernels against PyTorch.
+
+Reads the file written by nn_kernels_test (records of
+[name_len:int32][name][ndim:int32][dims:int32 x ndim][float32 data]),
+recomputes every forward output and gradient in float64 with torch, and fails
+on any mismatch. Gradients are compared with their initial value plus the true
+gradient, since every backward must accumulate.
+
+usage: /usr/bin/python3 nn_kernels_check.py nn_kernels.bin
+"""
+import math
+import struct
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+# float32 kernels against a float64 oracle: |got - want| <= ATOL + RTOL * |want|.
+ATOL = 1e-4
+RTOL = 1e-4
+
+
+def read_records(path):
+    records = {}
+    with open(path, "rb") as f:
+        data = f.read()
+    pos = 0
+    while pos < len(data):
+        (name_len,) = struct.unpack_from("<i", data, pos)
+        pos += 4
+        name = data[pos:pos + name_len].decode()
+        pos += name_len
+        (ndim,) = struct.unpack_from("<i", data, pos)
+        pos += 4
+        dims = struct.unpack_from("<%di" % ndim, data, pos)
+        pos += 4 * ndim
+        count = math.prod(dims)
+        values = np.frombuffer(data, dtype="<f4", count=count, offset=pos)
+        pos += 4 * count
+        records[name] = torch.from_numpy(values.astype(np.float64).reshape(dims))
+    return records
+
+
+class Checker:
+    def __init__(self, records):
+        self.records = records
+        self.failures = []
+
+    def group(self, kernel):
+        prefix = kernel + "/"
+        found = {k[len(prefix):]: v for k, v in self.records.items() if k.startswith(prefix)}
+        if not found:
+            self.failures.append("%s: no records in the file" % kernel)
+        return found
+
+    def compare(self, kernel, results):
+        """results: list of (tensor name, got, want). Prints one line for the kernel."""
+        worst, worst_name, bad = 0.0, "", []
+        for name, got, want in results:
+            if tuple(got.shape) != tuple(want.shape):
+                bad.append("%s: shape %s, expected %s" % (name, tuple(got.shape), tuple(want.shape)))
+                continue
+            err = (got - want).abs()
+            if not torch.isfinite(got).all():
+                bad.append("%s: non-finite values" % name)
+                continue
+            limit = ATOL + RTOL * want.abs()
+            if err.numel() and err.max().item() > worst:
+                worst, worst_name = err.max().item(), name
+            if (err > limit).any():
+                i = int(torch.argmax(err - limit))
+                bad.append("%s: element %d is %.8g, expected %.8g (abs err %.3g)"
+                           % (name, i, got.flatten()[i].item(), want.flatten()[i].item(), err.flatten()[i].item()))
+        status = "FAIL" if bad else "ok"
+        print("kernel %s: max abs err %.3g (%s), %d tensors, %s"
+              % (kernel, worst, worst_name, len(results), status))
+        for line in bad:
+            print("    MISMATCH " + line)
+            self.failures.append("%s: %s" % (kernel, line))
+
+
+def grads(outputs, douts, inputs):
+    """Gradients of sum(output * dout) with respect to inputs (a vector-Jacobian product)."""
+    return torch.autograd.grad(outputs, inputs, douts)
+
+
+def leaf(t):
+    return t.clone().requires_grad_(True)
+
+
+def check_encoder(c):
+    r = c.group("encoder")
+    inp = r["inp"].long()
+    B, T = inp.shape
+    wte, wpe = leaf(r["wte"]), leaf(r["wpe"])
+    out = wte[inp] + wpe[:T].unsqueeze(0)
+    dwte, dwpe = grads(out, r["dout"], (wte, wpe))
+    c.compare("encoder", [
+        ("out", r["out"], out.detach()),
+        ("dwte", r["dwte"], r["dwte0"] + dwte),
+        ("dwpe", r["dwpe"], r["dwpe0"] + dwpe),
+    ])
+
+
+def check_layernorm(c):
+    r = c.group("layernorm")
+    x, w, b = leaf(r["inp"]), leaf(r["weight"]), leaf(r["bias"])
+    C = x.shape[-1]
+    out = F.layer_norm(x, (C,), w, b, eps=1e-5)
+    xd = x.detach()
+    mean = xd.mean(-1)
+    rstd = 1.0 / torch.sqrt(xd.var(-1, unbiased=False) + 1e-5)
+    dx, dw, db = grads(out, r["dout"], (x, w, b))
+    c.compare("layernorm", [
+        ("out", r["out"], out.detach()),
+        ("mean", r["mean"], mean),
+        ("rstd", r["rstd"], rstd),
+        ("dinp", r["dinp"], r["dinp0"] + dx),
+        ("dweight", r["dweight"], r["dweight0"] + dw),
+        ("dbias", r["dbias"], r["dbias0"] + db),
+    ])
+
+
+def check_matmul(c, kernel):
+    r = c.group(kernel)
+    x, w = leaf(r["inp"]), leaf(r["weight"])
+    b = leaf(r["bias"]) if "bias" in r else None
+    out = F.linear(x, w, b)
+    inputs = (x, w) + ((b,) if b is not None else ())
+    g = grads(out, r["dout"], inputs)
+    results = [
+        ("out", r["out"], out.detach()),
+        ("dinp", r["dinp"], r["dinp0"] + g[0]),
+        ("dweight", r["dweight"], r["dweight0"] + g[1]),
+    ]
+    if b is not None:
+        results.append(("dbias", r["dbias"], r["dbias0"] + g[2]))
+    c.compare(kernel, results)
+
+
+def check_attention(c, kernel):
+    r = c.group(kernel)
+    B, T, C, NH = (int(v) for v in r["sizes"].tolist())
+    hs = C // NH
+    qkv = leaf(r["qkv"])
+    q, k, v = (t.view(B, T, NH, hs).transpose(1, 2) for t in qkv.split(C, dim=2))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(hs)
+    mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    att = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+    out = (att @ v).transpose(1, 2).reshape(B, T, C)
+    (dqkv,) = grads(out, r["dout"], (qkv,))
+    c.compare(kernel, [
+        ("out", r["out"], out.detach()),
+        ("att", r["att"], att.detach()),
+        ("dqkv", r["dqkv"], r["dqkv0"] + dqkv),
+    ])
+
+
+def check_gelu(c):
+    r = c.group("gelu")
+    x = leaf(r["inp"])
+    out = F.gelu(x, approximate="tanh")
+    (dx,) = grads(out, r["dout"], (x,))
+    c.compare("gelu", [
+        ("out", r["out"], out.detach()),
+        ("dinp", r["dinp"], r["dinp0"] + dx),
+    ])
+
+
+def check_residual(c):
+    r = c.group("residual")
+    a, b = leaf(r["a"]), leaf(r["b"])
+    out = a + b
+    da, db = grads(out, r["dout"], (a, b))
+    c.compare("residual", [
+        ("out", r["out"], out.detach()),
+        ("da", r["da"], r["da0"] + da),
+        ("db", r["db"], r["db0"] + db),
+    ])
+
+
+def check_crossentropy(c):
+    r = c.group("crossentropy")
+    logits, targets = leaf(r["logits"]), r["targets"].long()
+    probs = torch.softmax(logits.detach(), dim=-1)
+    losses = F.cross_entropy(logits, targets, reduction="none")
+    dloss = r["dloss"].item()
+    (dlogits,) = grads(losses, torch.full_like(losses, dloss), (logits,))
+    c.compare("crossentropy", [
+        ("probs", r["probs"], probs),
+        ("losses", r["losses"], losses.detach()),
+        ("inplace", r["inplace"], probs),
+        ("inplace_losses", r["inplace_losses"], losses.detach()),
+        ("dlogits", r["dlogits"], r["dlogits0"] + dlogits),
+    ])
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: nn_kernels_check.py nn_kernels.bin")
+    c = Checker(read_records(sys.argv[1]))
+    checks = [
+        lambda: check_encoder(c),
+        lambda: check_layernorm(c),
+        lambda: check_matmul(c, "matmul"),
+        lambda: check_matmul(c, "matmul_nobias"),
+        lambda: check_attention(c, "attention"),
+        lambda: check_attention(c, "attention_long"),
+        lambda: check_gelu(c),
+        lambda: check_residual(c),
+        lambda: check_crossentropy(c),
+    ]
+    for check in checks:
+        try:
+            check()
+        except KeyError as e:
+            c.failures.append("missing record %s" % e)
+            print("    MISSING record %s" % e)
+    if c.failures:
+        print("FAILED: %d mismatches against PyTorch:" % len(c.failures))
+        for f in c.failures:
+            print("  " + f)
+        sys.exit(1)
+    print("all kernels match PyTorch")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,250 @@
+/* Runs every CPU layer kernel on small, awkward sizes and writes all inputs,
+ * outputs and gradients to a file for nn_kernels_check.py, which recomputes
+ * them with PyTorch. Gradients start from random values, not zero, so that the
+ * check also proves that every backward accumulates.
+ *
+ * File format, one record per tensor:
+ * [name_len:int32][name][ndim:int32][dims:int32 x ndim][float32 data]
+ * Integer tensors (token ids, targets) are stored as float32. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsdp/error.h"
+#include "fsdp/nn.h"
+#include "fsdp/rng.h"
+
+static const uint64_t SEED = 1234;
+static FILE *out_file;
+static uint64_t next_stream;
+
+static void write_record(const char *name, const float *data, int ndim, const int *dims) {
+  int32_t name_len = (int32_t)strlen(name), nd = ndim;
+  size_t n = 1;
+  fwrite(&name_len, sizeof name_len, 1, out_file);
+  fwrite(name, 1, (size_t)name_len, out_file);
+  fwrite(&nd, sizeof nd, 1, out_file);
+  for (int i = 0; i < ndim; i++) {
+    int32_t d = dims[i];
+    fwrite(&d, sizeof d, 1, out_file);
+    n *= (size_t)dims[i];
+  }
+  if (fwrite(data, sizeof(float), n, out_file) != n) fsdp_fatal("short write for %s", name);
+}
+
+static void write_ints(const char *name, const int *data, int ndim, const int *dims) {
+  size_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= (size_t)dims[i];
+  float *f = fsdp_xmalloc(n * sizeof(float));
+  for (size_t i = 0; i < n; i++) f[i] = (float)data[i];
+  write_record(name, f, ndim, dims);
+  free(f);
+}
+
+/* n normal values times scale plus shift, each tensor from its own Philox stream. */
+static float *randn(size_t n, float scale, float shift) {
+  uint64_t stream = next_stream++;
+  float *x = fsdp_xmalloc(n * sizeof(float));
+  for (size_t i = 0; i < n; i++) x[i] = rng_normal(SEED, stream, i) * scale + shift;
+  return x;
+}
+
+static int *randint(size_t n, int below) {
+  uint64_t stream = next_stream++;
+  int *x = fsdp_xmalloc(n * sizeof(int));
+  for (size_t i = 0; i < n; i++) x[i] = (int)rng_below(SEED, stream, i, (uint64_t)below);
+  return x;
+}
+
+static float *copy(const float *x, size_t n) {
+  float *y = fsdp_xmalloc(n * sizeof(float));
+  memcpy(y, x, n * sizeof(float));
+  return y;
+}
+
+#define DIMS(...) (int)(sizeof((int[]){__VA_ARGS__}) / sizeof(int)), (int[]){__VA_ARGS__}
+/* Writes local variable `field` as record "<kernel>/field"; kernel and name[64] are locals of the caller. */
+#define W(field, ...) (snprintf(name, sizeof name, "%s/%s", kernel, #field), write_record(name, field, __VA_ARGS__))
+
+static void test_encoder(int B, int T, int C, int V, int maxT) {
+  const char *kernel = "encoder";
+  char name[64];
+  int *inp = randint((size_t)B * T, V);
+  float *wte = randn((size_t)V * C, 1.0f, 0.0f), *wpe = randn((size_t)maxT * C, 1.0f, 0.0f);
+  float *out = randn((size_t)B * T * C, 1.0f, 0.0f), *dout = randn((size_t)B * T * C, 1.0f, 0.0f);
+  float *dwte0 = randn((size_t)V * C, 1.0f, 0.0f), *dwpe0 = randn((size_t)maxT * C, 1.0f, 0.0f);
+  float *dwte = copy(dwte0, (size_t)V * C), *dwpe = copy(dwpe0, (size_t)maxT * C);
+  encoder_forward(out, inp, wte, wpe, B, T, C);
+  encoder_backward(dwte, dwpe, dout, inp, B, T, C);
+  write_ints("encoder/inp", inp, DIMS(B, T));
+  W(wte, DIMS(V, C));
+  W(wpe, DIMS(maxT, C));
+  W(out, DIMS(B, T, C));
+  W(dout, DIMS(B, T, C));
+  W(dwte0, DIMS(V, C));
+  W(dwpe0, DIMS(maxT, C));
+  W(dwte, DIMS(V, C));
+  W(dwpe, DIMS(maxT, C));
+  free(inp), free(wte), free(wpe), free(out), free(dout), free(dwte0), free(dwpe0), free(dwte), free(dwpe);
+}
+
+static void test_layernorm(int N, int C) {
+  const char *kernel = "layernorm";
+  char name[64];
+  size_t n = (size_t)N * C;
+  /* A large shift makes a one-pass variance visibly wrong. */
+  float *inp = randn(n, 2.0f, 3.0f), *weight = randn((size_t)C, 1.0f, 1.0f), *bias = randn((size_t)C, 1.0f, 0.0f);
+  float *out = randn(n, 1.0f, 0.0f), *mean = randn((size_t)N, 1.0f, 0.0f), *rstd = randn((size_t)N, 1.0f, 0.0f);
+  float *dout = randn(n, 1.0f, 0.0f), *dinp0 = randn(n, 1.0f, 0.0f);
+  float *dweight0 = randn((size_t)C, 1.0f, 0.0f), *dbias0 = randn((size_t)C, 1.0f, 0.0f);
+  float *dinp = copy(dinp0, n), *dweight = copy(dweight0, (size_t)C), *dbias = copy(dbias0, (size_t)C);
+  layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+  layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  W(inp, DIMS(N, C));
+  W(weight, DIMS(C));
+  W(bias, DIMS(C));
+  W(out, DIMS(N, C));
+  W(mean, DIMS(N));
+  W(rstd, DIMS(N));
+  W(dout, DIMS(N, C));
+  W(dinp0, DIMS(N, C));
+  W(dweight0, DIMS(C));
+  W(dbias0, DIMS(C));
+  W(dinp, DIMS(N, C));
+  W(dweight, DIMS(C));
+  W(dbias, DIMS(C));
+  free(inp), free(weight), free(bias), free(out), free(mean), free(rstd), free(dout);
+  free(dinp0), free(dweight0), free(dbias0), free(dinp), free(dweight), free(dbias);
+}
+
+/* with_bias = 0 passes NULL for bias and dbias, the path of the bias-free LM head. */
+static void test_matmul(const char *kernel, int N, int C, int OC, int with_bias) {
+  char name[64];
+  float *inp = randn((size_t)N * C, 1.0f, 0.0f), *weight = randn((size_t)OC * C, 1.0f, 0.0f);
+  float *bias = with_bias ? randn((size_t)OC, 1.0f, 0.0f) : NULL;
+  float *out = randn((size_t)N * OC, 1.0f, 0.0f), *dout = randn((size_t)N * OC, 1.0f, 0.0f);
+  float *dinp0 = randn((size_t)N * C, 1.0f, 0.0f), *dweight0 = randn((size_t)OC * C, 1.0f, 0.0f);
+  float *dbias0 = randn((size_t)OC, 1.0f, 0.0f);
+  float *dinp = copy(dinp0, (size_t)N * C), *dweight = copy(dweight0, (size_t)OC * C);
+  float *dbias = copy(dbias0, (size_t)OC);
+  matmul_forward(out, inp, weight, bias, N, C, OC);
+  matmul_backward(dinp, dweight, with_bias ? dbias : NULL, dout, inp, weight, N, C, OC);
+  W(inp, DIMS(N, C));
+  W(weight, DIMS(OC, C));
+  if (with_bias) {
+    W(bias, DIMS(OC));
+    W(dbias0, DIMS(OC));
+    W(dbias, DIMS(OC));
+  }
+  W(out, DIMS(N, OC));
+  W(dout, DIMS(N, OC));
+  W(dinp0, DIMS(N, C));
+  W(dweight0, DIMS(OC, C));
+  W(dinp, DIMS(N, C));
+  W(dweight, DIMS(OC, C));
+  free(inp), free(weight), free(bias), free(out), free(dout), free(dinp0), free(dweight0), free(dbias0);
+  free(dinp), free(dweight), free(dbias);
+}
+
+static void test_attention(const char *kernel, int B, int T, int C, int NH) {
+  char name[64];
+  size_t nqkv = (size_t)B * T * 3 * C, nout = (size_t)B * T * C, natt = (size_t)B * NH * T * T;
+  float *qkv = randn(nqkv, 1.0f, 0.0f), *out = randn(nout, 1.0f, 0.0f), *att = randn(natt, 1.0f, 0.0f);
+  float *dout = randn(nout, 1.0f, 0.0f), *dqkv0 = randn(nqkv, 1.0f, 0.0f), *dqkv = copy(dqkv0, nqkv);
+  float sizes[4] = {(float)B, (float)T, (float)C, (float)NH};
+  attention_forward(out, att, qkv, B, T, C, NH);
+  attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
+  W(sizes, DIMS(4));
+  W(qkv, DIMS(B, T, 3 * C));
+  W(out, DIMS(B, T, C));
+  W(att, DIMS(B, NH, T, T));
+  W(dout, DIMS(B, T, C));
+  W(dqkv0, DIMS(B, T, 3 * C));
+  W(dqkv, DIMS(B, T, 3 * C));
+  free(qkv), free(out), free(att), free(dout), free(dqkv0), free(dqkv);
+}
+
+static void test_gelu(int N) {
+  const char *kernel = "gelu";
+  char name[64];
+  /* Scale 3 reaches the tails, where tanh saturates. */
+  float *inp = randn((size_t)N, 3.0f, 0.0f), *out = randn((size_t)N, 1.0f, 0.0f);
+  float *dout = randn((size_t)N, 1.0f, 0.0f), *dinp0 = randn((size_t)N, 1.0f, 0.0f), *dinp = copy(dinp0, (size_t)N);
+  gelu_forward(out, inp, N);
+  gelu_backward(dinp, inp, dout, N);
+  W(inp, DIMS(N));
+  W(out, DIMS(N));
+  W(dout, DIMS(N));
+  W(dinp0, DIMS(N));
+  W(dinp, DIMS(N));
+  free(inp), free(out), free(dout), free(dinp0), free(dinp);
+}
+
+static void test_residual(int N) {
+  const char *kernel = "residual";
+  char name[64];
+  float *a = randn((size_t)N, 1.0f, 0.0f), *b = randn((size_t)N, 1.0f, 0.0f), *out = randn((size_t)N, 1.0f, 0.0f);
+  float *dout = randn((size_t)N, 1.0f, 0.0f), *da0 = randn((size_t)N, 1.0f, 0.0f), *db0 = randn((size_t)N, 1.0f, 0.0f);
+  float *da = copy(da0, (size_t)N), *db = copy(db0, (size_t)N);
+  residual_forward(out, a, b, N);
+  residual_backward(da, db, dout, N);
+  W(a, DIMS(N));
+  W(b, DIMS(N));
+  W(out, DIMS(N));
+  W(dout, DIMS(N));
+  W(da0, DIMS(N));
+  W(db0, DIMS(N));
+  W(da, DIMS(N));
+  W(db, DIMS(N));
+  free(a), free(b), free(out), free(dout), free(da0), free(db0), free(da), free(db);
+}
+
+/* Also runs the forward in place (probs == logits), the way the model calls it. */
+static void test_crossentropy(int N, int V) {
+  const char *kernel = "crossentropy";
+  char name[64];
+  size_t n = (size_t)N * V;
+  /* Scale 10 gives near-one-hot rows, where an unstable softmax overflows. */
+  float *logits = randn(n, 10.0f, 0.0f), *probs = randn(n, 1.0f, 0.0f), *losses = randn((size_t)N, 1.0f, 0.0f);
+  float *inplace = copy(logits, n), *inplace_losses = randn((size_t)N, 1.0f, 0.0f);
+  int *targets = randint((size_t)N, V);
+  float *dlogits0 = randn(n, 1.0f, 0.0f), *dlogits = copy(dlogits0, n);
+  float dloss[1] = {1.0f / (float)N};
+  softmax_crossentropy_forward(probs, losses, logits, targets, N, V);
+  softmax_crossentropy_forward(inplace, inplace_losses, inplace, targets, N, V);
+  softmax_crossentropy_backward(dlogits, probs, targets, dloss[0], N, V);
+  W(logits, DIMS(N, V));
+  write_ints("crossentropy/targets", targets, DIMS(N));
+  W(probs, DIMS(N, V));
+  W(losses, DIMS(N));
+  W(inplace, DIMS(N, V));
+  W(inplace_losses, DIMS(N));
+  W(dloss, DIMS(1));
+  W(dlogits0, DIMS(N, V));
+  W(dlogits, DIMS(N, V));
+  free(logits), free(probs), free(losses), free(inplace), free(inplace_losses), free(targets);
+  free(dlogits0), free(dlogits);
+}
+#undef W
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s OUTPUT.bin\n", argv[0]);
+    return 2;
+  }
+  out_file = fopen(argv[1], "wb");
+  if (!out_file) fsdp_fatal("cannot open %s for writing", argv[1]);
+  int B = 2, T = 5, C = 12, NH = 3, OC = 20, V = 11;
+  test_encoder(B, T, C, V, T + 2);
+  test_layernorm(B * T, C);
+  test_matmul("matmul", B * T, C, OC, 1);
+  test_matmul("matmul_nobias", B * T, C, OC, 0);
+  test_attention("attention", B, T, C, NH);
+  test_attention("attention_long", 3, 37, 30, 5);
+  test_gelu(B * T * 4 * C);
+  test_residual(B * T * C);
+  test_crossentropy(B * T, V);
+  if (fclose(out_file) != 0) fsdp_fatal("cannot write %s", argv[1]);
+  return 0;
+}

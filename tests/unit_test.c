@@ -1,0 +1,143 @@
+/* One FSDP unit through its hooks, at any world size (run under mpirun): the shard
+ * a rank initialises is the same slice of the one-rank model bit for bit, the
+ * views into the gathered buffer are the parameters, padding stays zero, the
+ * reduce-scatter averages the ranks' gradients, and the unsharded buffers live
+ * exactly as long as the strategy says. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fsdp/comm.h"
+#include "fsdp/memory.h"
+#include "fsdp/rng.h"
+#include "fsdp/unit.h"
+
+static const uint64_t SEED = 42;
+static int failures;
+
+#define EXPECT(cond, ...)                                                            \
+  do {                                                                               \
+    if (!(cond)) {                                                                   \
+      fprintf(stderr, "FAIL rank %d (%s): ", comm_rank(comm_world()), strategy_name); \
+      fprintf(stderr, __VA_ARGS__);                                                  \
+      fputc('\n', stderr);                                                           \
+      failures++;                                                                    \
+      return;                                                                        \
+    }                                                                                \
+  } while (0)
+
+static const char *strategy_name;
+
+static const struct param_spec specs[] = {
+    {"w", 2, {7, 5}, PARAM_INIT_NORMAL, 0.02f, 1},
+    {"b", 1, {7}, PARAM_INIT_CONSTANT, 0.0f, 0},
+    {"norm", 1, {13}, PARAM_INIT_CONSTANT, 1.0f, 0},
+    {"big", 3, {3, 4, 9}, PARAM_INIT_NORMAL, 1.5f, 1},
+};
+enum { N_PARAMS = sizeof specs / sizeof specs[0], UNIT_ID = 3 };
+
+/* The value element i of parameter p must have, computed without any sharding. */
+static float expected_param(int p, size_t i) {
+  if (specs[p].init == PARAM_INIT_CONSTANT) return specs[p].init_value;
+  return specs[p].init_value * rng_normal(SEED, ((uint64_t)UNIT_ID << 32) | (uint64_t)p, i);
+}
+
+/* The gradient rank r contributes to flat element i: exact in float, so sums are exact. */
+static float rank_grad(int r, size_t i) { return (float)(r + 1) * 0.25f + (float)(i % 97); }
+
+static size_t unsharded_bytes(enum mem_category c) {
+  struct mem_stats s;
+  mem_get_stats(&s);
+  return s.current[c];
+}
+
+static void check_strategy(enum sharding_strategy strategy) {
+  struct comm_group *world = comm_world();
+  int W = comm_size(world), rank = comm_rank(world);
+  int mesh = strategy == SHARD_NONE ? 1 : W;
+  struct fsdp_unit u;
+  fsdp_unit_init(&u, "test unit", UNIT_ID, specs, N_PARAMS, world, strategy, 1);
+  fsdp_unit_init_params(&u, SEED);
+  struct flat_layout *l = &u.layout;
+
+  EXPECT(unsharded_bytes(MEM_SHARDED_PARAMS) == l->shard * sizeof(float), "sharded params bytes %zu, expected %zu",
+         unsharded_bytes(MEM_SHARDED_PARAMS), l->shard * sizeof(float));
+  EXPECT(unsharded_bytes(MEM_OPTIMIZER) == 2 * l->shard * sizeof(float), "optimizer bytes are not 2 x shard");
+
+  for (int p = 0; p < N_PARAMS; p++) {
+    struct sharded_param_info info = fsdp_unit_param_info(&u, p);
+    struct owned_range o = flat_layout_owned(l, p, strategy == SHARD_NONE ? 0 : rank);
+    EXPECT(info.mesh_size == mesh && info.begin == o.begin && info.end == o.end, "param %d info is wrong", p);
+    EXPECT(info.ndim == specs[p].ndim && info.global_shape[0] == specs[p].shape[0], "param %d shape is wrong", p);
+    for (size_t i = o.begin; i < o.end; i++)
+      EXPECT(u.param_shard[o.shard_offset + i - o.begin] == expected_param(p, i),
+             "param %d element %zu of the shard differs from the one-rank model", p, i);
+  }
+
+  fsdp_unit_pre_forward(&u);
+  EXPECT(u.state == UNIT_UNSHARDED, "not unsharded after pre_forward");
+  EXPECT(unsharded_bytes(MEM_UNSHARDED_PARAMS) == (strategy == SHARD_NONE ? 0 : l->padded * sizeof(float)),
+         "unsharded params bytes %zu after pre_forward", unsharded_bytes(MEM_UNSHARDED_PARAMS));
+  for (int p = 0; p < N_PARAMS; p++) {
+    const float *view = fsdp_unit_param(&u, p);
+    for (size_t i = 0; i < l->params[p].numel; i++)
+      EXPECT(view[i] == expected_param(p, i), "view of param %d element %zu is wrong", p, i);
+  }
+  for (size_t i = l->numel; i < l->padded; i++) EXPECT(u.param_full[i] == 0.0f, "padding element %zu is not zero", i);
+
+  fsdp_unit_post_forward(&u);
+  if (strategy == SHARD_FULL)
+    EXPECT(u.state == UNIT_SHARDED && u.param_full == NULL && unsharded_bytes(MEM_UNSHARDED_PARAMS) == 0,
+           "full sharding left the parameters unsharded after post_forward");
+  else
+    EXPECT(u.state == UNIT_UNSHARDED, "%s resharded after forward", strategy_name);
+
+  fsdp_unit_pre_backward(&u);
+  for (int p = 0; p < N_PARAMS; p++) {
+    float *grad = fsdp_unit_grad(&u, p);
+    for (size_t i = 0; i < l->params[p].numel; i++) {
+      EXPECT(grad[i] == 0.0f, "gradient not zero at pre_backward");
+      grad[i] = rank_grad(rank, l->params[p].offset + i);
+    }
+  }
+  fsdp_unit_post_backward(&u);
+  EXPECT(u.state == UNIT_SHARDED && u.grad_full == NULL, "buffers alive after post_backward");
+  EXPECT(unsharded_bytes(MEM_UNSHARDED_PARAMS) == 0 && unsharded_bytes(MEM_UNSHARDED_GRADS) == 0,
+         "unsharded bytes left after post_backward");
+  size_t shard_begin = strategy == SHARD_NONE ? 0 : (size_t)rank * l->shard;
+  for (size_t s = 0; s < l->shard; s++) {
+    size_t flat = shard_begin + s;
+    float expected = 0.0f;
+    if (flat < l->numel) {
+      double sum = 0.0;
+      for (int r = 0; r < W; r++) sum += rank_grad(r, flat);
+      expected = (float)(sum / W);
+    }
+    EXPECT(u.grad_shard[s] == expected, "reduced gradient at flat element %zu is %g, expected %g", flat,
+           u.grad_shard[s], expected);
+  }
+
+  float *gathered = malloc(l->numel * sizeof(float));
+  fsdp_unit_gather_params(&u, gathered);
+  for (int p = 0; p < N_PARAMS; p++)
+    for (size_t i = 0; i < l->params[p].numel; i++)
+      EXPECT(gathered[l->params[p].offset + i] == expected_param(p, i), "gathered param %d element %zu", p, i);
+  free(gathered);
+  fsdp_unit_free(&u);
+  EXPECT(unsharded_bytes(MEM_SHARDED_PARAMS) == 0 && unsharded_bytes(MEM_OPTIMIZER) == 0, "unit leaked memory");
+}
+
+int main(int argc, char **argv) {
+  comm_init(&argc, &argv);
+  const enum sharding_strategy strategies[] = {SHARD_FULL, SHARD_GRAD_OP, SHARD_NONE};
+  const char *names[] = {"full", "grad-op", "none"};
+  for (int s = 0; s < 3; s++) {
+    strategy_name = names[s];
+    check_strategy(strategies[s]);
+  }
+  int total = failures;
+  comm_all_reduce(comm_world(), &total, 1, COMM_I32, COMM_SUM);
+  if (comm_rank(comm_world()) == 0)
+    printf("unit: world size %d, 3 strategies, %d failures\n", comm_size(comm_world()), total);
+  comm_finalize();
+  return total ? 1 : 0;
+}

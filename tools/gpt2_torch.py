@@ -1,0 +1,84 @@
+"""GPT-2 in PyTorch with the same parameter names, layout and initialisation
+rules as fsdp.c's src/models/gpt2.c: the oracle of the parity test and the
+baseline of the benchmarks."""
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+class Block(torch.nn.Module):
+    def __init__(self, n_embd, n_head):
+        super().__init__()
+        C = n_embd
+        self.n_head = n_head
+        self.ln1 = torch.nn.LayerNorm(C)
+        self.qkv = torch.nn.Linear(C, 3 * C)
+        self.attn_proj = torch.nn.Linear(C, C)
+        self.ln2 = torch.nn.LayerNorm(C)
+        self.fc = torch.nn.Linear(C, 4 * C)
+        self.mlp_proj = torch.nn.Linear(4 * C, C)
+
+    def attention(self, x):
+        B, T, C = x.shape
+        hs = C // self.n_head
+        q, k, v = self.qkv(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.n_head, hs).transpose(1, 2) for t in (q, k, v))
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(hs)
+        mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+        att = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(B, T, C)
+        return self.attn_proj(y)
+
+    def forward(self, x):
+        x = x + self.attention(self.ln1(x))
+        return x + self.mlp_proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class GPT2(torch.nn.Module):
+    def __init__(self, n_layer, n_head, n_embd, vocab_size, max_seq_len):
+        super().__init__()
+        self.wte = torch.nn.Parameter(torch.empty(vocab_size, n_embd))
+        self.wpe = torch.nn.Parameter(torch.empty(max_seq_len, n_embd))
+        self.blocks = torch.nn.ModuleList(Block(n_embd, n_head) for _ in range(n_layer))
+        self.lnf = torch.nn.LayerNorm(n_embd)
+        self.n_layer = n_layer
+        self.init_like_nanogpt()
+
+    def init_like_nanogpt(self):
+        for name, p in self.named_parameters():
+            if name.endswith("bias"):
+                torch.nn.init.zeros_(p)
+            elif p.dim() == 1:
+                torch.nn.init.ones_(p)
+            else:
+                std = 0.02 / math.sqrt(2 * self.n_layer) if name.endswith("proj.weight") else 0.02
+                torch.nn.init.normal_(p, 0.0, std)
+
+    def forward(self, idx, targets):
+        B, T = idx.shape
+        x = self.wte[idx] + self.wpe[:T]
+        for block in self.blocks:
+            x = block(x)
+        logits = self.lnf(x) @ self.wte.t()
+        loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T))
+        return logits, loss
+
+    def fsdp_named_parameters(self):
+        """Parameters under the names fsdp.c dumps them with ("root.wte", "block 0.ln1.weight", ...)."""
+        names = {"wte": "root.wte", "wpe": "root.wpe", "lnf.weight": "root.lnf.weight", "lnf.bias": "root.lnf.bias"}
+        ours = {"ln1": "ln1", "qkv": "attn.qkv", "attn_proj": "attn.proj", "ln2": "ln2", "fc": "mlp.fc",
+                "mlp_proj": "mlp.proj"}
+        for name, p in self.named_parameters():
+            if name.startswith("blocks."):
+                _, layer, module, kind = name.split(".")
+                yield f"block {layer}.{ours[module]}.{kind}", p
+            else:
+                yield names[name], p
+
+    def optimizer(self, lr, betas, eps, weight_decay):
+        """AdamW decaying matrices only, as fsdp.c does."""
+        decay = [p for p in self.parameters() if p.dim() >= 2]
+        no_decay = [p for p in self.parameters() if p.dim() < 2]
+        groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+        return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps)
