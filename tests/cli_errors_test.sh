@@ -1,7 +1,9 @@
 #!/bin/sh
 # Every bad input to `fsdp train` must end the job with a non-zero exit and a
-# message that says what is wrong. Usage: cli_errors_test.sh path/to/fsdp
-FSDP=${1:?usage: cli_errors_test.sh path/to/fsdp}
+# message that says what is wrong. Usage: cli_errors_test.sh path/to/fsdp MPIRUN...
+FSDP=${1:?usage: cli_errors_test.sh path/to/fsdp MPIRUN...}
+shift
+MPIRUN="$*"
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
 passed=0
@@ -12,10 +14,13 @@ limit=""
 if command -v timeout >/dev/null 2>&1; then limit="timeout 120"; fi
 
 # expect_error NAME TEXT ARGS...: `fsdp train ARGS` fails and its stderr contains TEXT.
+# With RANKS=N set, the job runs on N ranks through mpirun.
 expect_error() {
   name=$1 want=$2
   shift 2
-  $limit "$FSDP" train "$@" >"$tmp/stdout" 2>"$tmp/stderr"
+  launch=""
+  if [ -n "${RANKS:-}" ]; then launch="$MPIRUN -np $RANKS"; fi
+  $limit $launch "$FSDP" train "$@" >"$tmp/stdout" 2>"$tmp/stderr"
   rc=$?
   if [ "$rc" -ne 0 ] && grep -qF -- "$want" "$tmp/stderr"; then
     passed=$((passed + 1))
@@ -69,6 +74,8 @@ expect_error "unknown --sharding" "--sharding: unknown strategy 'zero9'" --data 
 expect_error "unknown --data-format" "--data-format: unknown format 'csv'" --data "$tmp/small.bin" \
   --data-format csv
 expect_error "--seq-len beyond the model" "--seq-len: 100000 exceeds" --data "$tmp/small.bin" --seq-len 100000
+RANKS=2 expect_error "world size does not divide the batch" \
+  "--global-batch-size 5 is not divisible by the world size 2" --data "$tmp/small.bin" --global-batch-size 5
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

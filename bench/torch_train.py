@@ -1,0 +1,160 @@
+#!/usr/bin/python3
+"""PyTorch baseline for `fsdp train`: trains tools/gpt2_torch.GPT2 (the same
+model and math as fsdp.c's GPT-2) on byte tokens of a text file with AdamW and
+global-norm gradient clipping, single process, on the CPU.
+
+Prints one line per step (ms, tokens/s) and a summary: the median step time
+and tokens/s over the steps after the first (the warm-up step), and the peak
+resident set size (RSS) of the process. RSS is not the same quantity as
+fsdp.c's mem_peak_bytes (which counts only its tracked allocations): it also
+holds the Python interpreter, the torch libraries and the allocator's slack.
+The RSS before the model is built is reported too, so the difference can be
+read as the training's own footprint.
+
+Run with Debian's Python (the one with torch):
+    /usr/bin/python3 bench/torch_train.py --data /work/shared/data/tinyshakespeare.txt --steps 8
+--json FILE writes the summary as one JSON object.
+"""
+import argparse
+import json
+import os
+import resource
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def rss_now_bytes():
+    """Current RSS from /proc/self/statm (Linux), or None."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def rss_peak_bytes():
+    """Peak RSS of this process: VmHWM from /proc/self/status, else getrusage (KiB on Linux)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    # defaults: the shakespeare-char preset of `fsdp train`
+    p.add_argument("--n-layer", type=int, default=6)
+    p.add_argument("--n-head", type=int, default=6)
+    p.add_argument("--n-embd", type=int, default=384)
+    p.add_argument("--vocab-size", type=int, default=256)
+    p.add_argument("--block-size", type=int, default=None, help="max_seq_len of the model (default: --seq-len)")
+    p.add_argument("--seq-len", type=int, default=256)
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--threads", type=int, default=os.cpu_count(), help="torch.set_num_threads (default: all cores)")
+    p.add_argument("--data", default="/work/shared/data/tinyshakespeare.txt", help="text file, one token per byte")
+    p.add_argument("--val-fraction", type=float, default=0.1, help="last fraction of the tokens left out, as ours")
+    p.add_argument("--lr", type=float, default=6e-4)
+    p.add_argument("--weight-decay", type=float, default=0.1)
+    p.add_argument("--beta1", type=float, default=0.9)
+    p.add_argument("--beta2", type=float, default=0.95)
+    p.add_argument("--eps", type=float, default=1e-8)
+    p.add_argument("--grad-clip", type=float, default=1.0, help="0 disables")
+    p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--json", default=None, help="write the summary as one JSON object to this file")
+    p.add_argument("--quiet", action="store_true", help="no per-step lines")
+    return p.parse_args(argv)
+
+
+def run(args):
+    rss_before = rss_now_bytes()
+    import torch  # imported here so that --help works without torch
+
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    from gpt2_torch import GPT2
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    T, B = args.seq_len, args.batch_size
+
+    with open(args.data, "rb") as f:
+        raw = f.read()
+    n_train = len(raw) - int(len(raw) * args.val_fraction)
+    data = torch.frombuffer(bytearray(raw[:n_train]), dtype=torch.uint8).long()
+    if int(data.max()) >= args.vocab_size:
+        sys.exit(f"token {int(data.max())} >= --vocab-size {args.vocab_size}")
+    if data.numel() < T + 1:
+        sys.exit("data shorter than --seq-len + 1")
+
+    rss_after_import = rss_now_bytes()
+    model = GPT2(args.n_layer, args.n_head, args.n_embd, args.vocab_size, args.block_size or T)
+    model.train()
+    opt = model.optimizer(args.lr, (args.beta1, args.beta2), args.eps, args.weight_decay)
+    n_params = sum(p.numel() for p in model.parameters())
+    gen = torch.Generator().manual_seed(args.seed)
+    offsets = torch.arange(T + 1)
+
+    steps = []
+    for step in range(1, args.steps + 1):
+        starts = torch.randint(0, data.numel() - T - 1 + 1, (B,), generator=gen)
+        chunk = data[starts[:, None] + offsets]
+        x, y = chunk[:, :-1], chunk[:, 1:]
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        _, loss = model(x, y)
+        loss.backward()
+        if args.grad_clip > 0:
+            gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
+        else:
+            gnorm = torch.sqrt(sum((p.grad.float() ** 2).sum() for p in model.parameters()))
+        opt.step()
+        lossv = loss.item()
+        ms = (time.perf_counter() - t0) * 1e3
+        rec = {"step": step, "loss": lossv, "grad_norm": float(gnorm), "step_ms": ms,
+               "tokens_per_s": B * T / (ms / 1e3)}
+        steps.append(rec)
+        if not args.quiet:
+            print(f"step {step:5d}/{args.steps} | loss {lossv:.4f} | grad norm {float(gnorm):.4f} | "
+                  f"{ms:.1f} ms | {rec['tokens_per_s']:.0f} tok/s", flush=True)
+
+    timed = steps[1:] if len(steps) > 1 else steps
+    summary = {
+        "impl": "pytorch",
+        "torch_version": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "n_layer": args.n_layer, "n_head": args.n_head, "n_embd": args.n_embd, "vocab_size": args.vocab_size,
+        "seq_len": T, "batch_size": B, "steps": args.steps, "n_params": n_params,
+        "median_step_ms": statistics.median(r["step_ms"] for r in timed),
+        "median_tokens_per_s": statistics.median(r["tokens_per_s"] for r in timed),
+        "rss_peak_bytes": rss_peak_bytes(),
+        "rss_before_torch_bytes": rss_before,
+        "rss_after_import_bytes": rss_after_import,
+        "steps_log": steps,
+    }
+    return summary
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    s = run(args)
+    mib = 1 << 20
+    print(f"pytorch {s['torch_version']} | {s['threads']} threads | params {s['n_params']} | "
+          f"B={s['batch_size']} T={s['seq_len']} | median over steps 2..{s['steps']}: "
+          f"{s['median_step_ms']:.1f} ms/step, {s['median_tokens_per_s']:.0f} tok/s | "
+          f"peak RSS {s['rss_peak_bytes'] / mib:.1f} MiB "
+          f"(RSS after importing torch and reading data: {s['rss_after_import_bytes'] / mib:.1f} MiB)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(s, f)
+    return s
+
+
+if __name__ == "__main__":
+    main()
