@@ -1,20 +1,21 @@
 """Checks the CPU layer kernels against PyTorch.
 
-Reads the file written by nn_kernels_test (records of
-[name_len:int32][name][ndim:int32][dims:int32 x ndim][float32 data]),
-recomputes every forward output and gradient in float64 with torch, and fails
+Reads the named tensors written by nn_kernels_test, recomputes every forward output and gradient in float64 with torch, and fails
 on any mismatch. Gradients are compared with their initial value plus the true
 gradient, since every backward must accumulate.
 
 usage: /usr/bin/python3 nn_kernels_check.py nn_kernels.bin
 """
 import math
-import struct
+import os
 import sys
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from tensor_file import read_tensors  # noqa: E402
 
 # float32 kernels against a float64 oracle: |got - want| <= ATOL + RTOL * |want|.
 ATOL = 1e-4
@@ -22,24 +23,7 @@ RTOL = 1e-4
 
 
 def read_records(path):
-    records = {}
-    with open(path, "rb") as f:
-        data = f.read()
-    pos = 0
-    while pos < len(data):
-        (name_len,) = struct.unpack_from("<i", data, pos)
-        pos += 4
-        name = data[pos:pos + name_len].decode()
-        pos += name_len
-        (ndim,) = struct.unpack_from("<i", data, pos)
-        pos += 4
-        dims = struct.unpack_from("<%di" % ndim, data, pos)
-        pos += 4 * ndim
-        count = math.prod(dims)
-        values = np.frombuffer(data, dtype="<f4", count=count, offset=pos)
-        pos += 4 * count
-        records[name] = torch.from_numpy(values.astype(np.float64).reshape(dims))
-    return records
+    return {name: torch.from_numpy(t.astype(np.float64)) for name, t in read_tensors(path).items()}
 
 
 class Checker:
@@ -168,18 +152,6 @@ def check_gelu(c):
     ])
 
 
-def check_residual(c):
-    r = c.group("residual")
-    a, b = leaf(r["a"]), leaf(r["b"])
-    out = a + b
-    da, db = grads(out, r["dout"], (a, b))
-    c.compare("residual", [
-        ("out", r["out"], out.detach()),
-        ("da", r["da"], r["da0"] + da),
-        ("db", r["db"], r["db0"] + db),
-    ])
-
-
 def check_crossentropy(c):
     r = c.group("crossentropy")
     logits, targets = leaf(r["logits"]), r["targets"].long()
@@ -208,7 +180,6 @@ def main():
         lambda: check_attention(c, "attention"),
         lambda: check_attention(c, "attention_long"),
         lambda: check_gelu(c),
-        lambda: check_residual(c),
         lambda: check_crossentropy(c),
     ]
     for check in checks:

@@ -2,10 +2,7 @@
  * outputs and gradients to a file for nn_kernels_check.py, which recomputes
  * them with PyTorch. Gradients start from random values, not zero, so that the
  * check also proves that every backward accumulates.
- *
- * File format, one record per tensor:
- * [name_len:int32][name][ndim:int32][dims:int32 x ndim][float32 data]
- * Integer tensors (token ids, targets) are stored as float32. */
+ * The file holds named tensors (tensor_file.h). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,33 +11,11 @@
 #include "fsdp/error.h"
 #include "fsdp/nn.h"
 #include "fsdp/rng.h"
+#include "tensor_file.h"
 
 static const uint64_t SEED = 1234;
 static FILE *out_file;
 static uint64_t next_stream;
-
-static void write_record(const char *name, const float *data, int ndim, const int *dims) {
-  int32_t name_len = (int32_t)strlen(name), nd = ndim;
-  size_t n = 1;
-  fwrite(&name_len, sizeof name_len, 1, out_file);
-  fwrite(name, 1, (size_t)name_len, out_file);
-  fwrite(&nd, sizeof nd, 1, out_file);
-  for (int i = 0; i < ndim; i++) {
-    int32_t d = dims[i];
-    fwrite(&d, sizeof d, 1, out_file);
-    n *= (size_t)dims[i];
-  }
-  if (fwrite(data, sizeof(float), n, out_file) != n) fsdp_fatal("short write for %s", name);
-}
-
-static void write_ints(const char *name, const int *data, int ndim, const int *dims) {
-  size_t n = 1;
-  for (int i = 0; i < ndim; i++) n *= (size_t)dims[i];
-  float *f = fsdp_xmalloc(n * sizeof(float));
-  for (size_t i = 0; i < n; i++) f[i] = (float)data[i];
-  write_record(name, f, ndim, dims);
-  free(f);
-}
 
 /* n normal values times scale plus shift, each tensor from its own Philox stream. */
 static float *randn(size_t n, float scale, float shift) {
@@ -65,7 +40,7 @@ static float *copy(const float *x, size_t n) {
 
 #define DIMS(...) (int)(sizeof((int[]){__VA_ARGS__}) / sizeof(int)), (int[]){__VA_ARGS__}
 /* Writes local variable `field` as record "<kernel>/field"; kernel and name[64] are locals of the caller. */
-#define W(field, ...) (snprintf(name, sizeof name, "%s/%s", kernel, #field), write_record(name, field, __VA_ARGS__))
+#define W(field, ...) (snprintf(name, sizeof name, "%s/%s", kernel, #field), tensor_file_write(out_file, name, field, __VA_ARGS__))
 
 static void test_encoder(int B, int T, int C, int V, int maxT) {
   const char *kernel = "encoder";
@@ -77,7 +52,7 @@ static void test_encoder(int B, int T, int C, int V, int maxT) {
   float *dwte = copy(dwte0, (size_t)V * C), *dwpe = copy(dwpe0, (size_t)maxT * C);
   encoder_forward(out, inp, wte, wpe, B, T, C);
   encoder_backward(dwte, dwpe, dout, inp, B, T, C);
-  write_ints("encoder/inp", inp, DIMS(B, T));
+  tensor_file_write_ints(out_file, "encoder/inp", inp, DIMS(B, T));
   W(wte, DIMS(V, C));
   W(wpe, DIMS(maxT, C));
   W(out, DIMS(B, T, C));
@@ -181,25 +156,6 @@ static void test_gelu(int N) {
   free(inp), free(out), free(dout), free(dinp0), free(dinp);
 }
 
-static void test_residual(int N) {
-  const char *kernel = "residual";
-  char name[64];
-  float *a = randn((size_t)N, 1.0f, 0.0f), *b = randn((size_t)N, 1.0f, 0.0f), *out = randn((size_t)N, 1.0f, 0.0f);
-  float *dout = randn((size_t)N, 1.0f, 0.0f), *da0 = randn((size_t)N, 1.0f, 0.0f), *db0 = randn((size_t)N, 1.0f, 0.0f);
-  float *da = copy(da0, (size_t)N), *db = copy(db0, (size_t)N);
-  residual_forward(out, a, b, N);
-  residual_backward(da, db, dout, N);
-  W(a, DIMS(N));
-  W(b, DIMS(N));
-  W(out, DIMS(N));
-  W(dout, DIMS(N));
-  W(da0, DIMS(N));
-  W(db0, DIMS(N));
-  W(da, DIMS(N));
-  W(db, DIMS(N));
-  free(a), free(b), free(out), free(dout), free(da0), free(db0), free(da), free(db);
-}
-
 /* Also runs the forward in place (probs == logits), the way the model calls it. */
 static void test_crossentropy(int N, int V) {
   const char *kernel = "crossentropy";
@@ -215,7 +171,7 @@ static void test_crossentropy(int N, int V) {
   softmax_crossentropy_forward(inplace, inplace_losses, inplace, targets, N, V);
   softmax_crossentropy_backward(dlogits, probs, targets, dloss[0], N, V);
   W(logits, DIMS(N, V));
-  write_ints("crossentropy/targets", targets, DIMS(N));
+  tensor_file_write_ints(out_file, "crossentropy/targets", targets, DIMS(N));
   W(probs, DIMS(N, V));
   W(losses, DIMS(N));
   W(inplace, DIMS(N, V));
@@ -233,8 +189,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s OUTPUT.bin\n", argv[0]);
     return 2;
   }
-  out_file = fopen(argv[1], "wb");
-  if (!out_file) fsdp_fatal("cannot open %s for writing", argv[1]);
+  out_file = tensor_file_create(argv[1]);
   int B = 2, T = 5, C = 12, NH = 3, OC = 20, V = 11;
   test_encoder(B, T, C, V, T + 2);
   test_layernorm(B * T, C);
@@ -243,8 +198,7 @@ int main(int argc, char **argv) {
   test_attention("attention", B, T, C, NH);
   test_attention("attention_long", 3, 37, 30, 5);
   test_gelu(B * T * 4 * C);
-  test_residual(B * T * C);
   test_crossentropy(B * T, V);
-  if (fclose(out_file) != 0) fsdp_fatal("cannot write %s", argv[1]);
+  tensor_file_close(out_file);
   return 0;
 }
