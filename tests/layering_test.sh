@@ -1,0 +1,56 @@
+#!/bin/sh
+# Each layer includes only the layers below it (docs/architecture.md), and only
+# src/comm sees MPI. Usage: layering_test.sh SOURCE_DIR
+cd "${1:?usage: layering_test.sh SOURCE_DIR}" || exit 2
+
+# The layer a public header belongs to.
+header_layer() {
+  case $1 in
+    error.h | log.h | memory.h | rng.h | timer.h) echo core ;;
+    comm.h) echo comm ;;
+    flat_param.h | unit.h | runtime.h) echo fsdp ;;
+    nn.h) echo nn ;;
+    gpt2.h) echo models ;;
+    cli.h) echo cli ;;
+    *) echo unknown ;;
+  esac
+}
+
+allowed() {  # allowed LAYER: the layers it may include
+  case $1 in
+    core) echo "core" ;;
+    comm) echo "core comm" ;;
+    fsdp) echo "core comm fsdp" ;;
+    nn) echo "core nn" ;;
+    models) echo "core fsdp nn models" ;;
+    cli) echo "core comm fsdp nn models cli" ;;
+  esac
+}
+
+failed=0
+checked=0
+check() {  # check FILE LAYER
+  for header in $(sed -n 's/^#include "fsdp\/\([a-z0-9_]*\.h\)".*/\1/p' "$1"); do
+    checked=$((checked + 1))
+    included=$(header_layer "$header")
+    case " $(allowed "$2") " in
+      *" $included "*) ;;
+      *) echo "FAIL $1 ($2) includes fsdp/$header ($included)"; failed=$((failed + 1)) ;;
+    esac
+  done
+  if [ "$2" != comm ] && grep -q '#include <mpi.h>' "$1"; then
+    echo "FAIL $1 ($2) includes mpi.h"; failed=$((failed + 1))
+  fi
+}
+
+for layer in core comm fsdp models cli; do
+  for f in src/$layer/*.c; do check "$f" "$layer"; done
+done
+for f in src/nn/*/*.c; do check "$f" nn; done
+for f in include/fsdp/*.h; do
+  layer=$(header_layer "$(basename "$f")")
+  [ "$layer" = unknown ] && { echo "FAIL $f belongs to no layer"; failed=$((failed + 1)); continue; }
+  check "$f" "$layer"
+done
+echo "layering: $checked includes checked, $failed violations"
+[ "$failed" -eq 0 ]
