@@ -37,7 +37,7 @@ static void fail(const char *fmt, ...) {
 
 struct trajectory {
   double loss[STEPS], grad_norm[STEPS];
-  float *params; /* every unit's flat parameter, one after another */
+  float *initial_params, *params; /* every unit's flat parameter, one after another */
   size_t n_params;
 };
 
@@ -102,6 +102,15 @@ static void check_after_backward(const struct gpt2 *g, enum sharding_strategy s)
          st.peak[MEM_UNSHARDED_PARAMS], st.peak[MEM_UNSHARDED_GRADS], bound);
 }
 
+static float *gather_params(struct fsdp_model *m, size_t n) {
+  float *params = malloc(n * sizeof(float)), *next = params;
+  for (int i = 0; i < m->n_units; i++) {
+    fsdp_unit_gather_params(m->units[i], next);
+    next += m->units[i]->layout.numel;
+  }
+  return params;
+}
+
 static void train(struct comm_group *group, enum sharding_strategy s, int first_row, int rows, int check_memory,
                   struct trajectory *out) {
   struct fsdp_model m;
@@ -109,6 +118,8 @@ static void train(struct comm_group *group, enum sharding_strategy s, int first_
   fsdp_model_init(&m, group, s);
   gpt2_create(&g, &CONFIG, &m, rows, SEQ);
   fsdp_model_init_params(&m, SEED);
+  out->n_params = fsdp_model_numel(&m);
+  out->initial_params = gather_params(&m, out->n_params);
   if (check_memory) check_sharded_state(&m, s == SHARD_NONE ? 1 : comm_size(group));
 
   int *inputs = malloc((size_t)rows * SEQ * sizeof(int)), *targets = malloc((size_t)rows * SEQ * sizeof(int));
@@ -129,13 +140,7 @@ static void train(struct comm_group *group, enum sharding_strategy s, int first_
     fsdp_model_clip_grads(&m, out->grad_norm[step], 0.5);
     fsdp_model_adamw_step(&m, &adamw, step + 1);
   }
-  out->n_params = fsdp_model_numel(&m);
-  out->params = malloc(out->n_params * sizeof(float));
-  size_t offset = 0;
-  for (int i = 0; i < m.n_units; i++) {
-    fsdp_unit_gather_params(m.units[i], out->params + offset);
-    offset += m.units[i]->layout.numel;
-  }
+  out->params = gather_params(&m, out->n_params);
   free(inputs);
   free(targets);
   gpt2_free(&g);
@@ -162,8 +167,13 @@ int main(int argc, char **argv) {
   if (rank == 0) train(comm_self(), SHARD_FULL, 0, GLOBAL_BATCH, 0, &reference);
   comm_broadcast(world, &reference, sizeof reference.loss + sizeof reference.grad_norm, 0);
   comm_broadcast(world, &reference.n_params, sizeof reference.n_params, 0);
-  if (rank != 0) reference.params = malloc(reference.n_params * sizeof(float));
-  comm_broadcast(world, reference.params, reference.n_params * sizeof(float), 0);
+  size_t param_bytes = reference.n_params * sizeof(float);
+  if (rank != 0) {
+    reference.initial_params = malloc(param_bytes);
+    reference.params = malloc(param_bytes);
+  }
+  comm_broadcast(world, reference.initial_params, param_bytes, 0);
+  comm_broadcast(world, reference.params, param_bytes, 0);
 
   int rows = GLOBAL_BATCH / W;
   train(world, (enum sharding_strategy)strategy, rank * rows, rows, 1, &sharded);
@@ -174,6 +184,9 @@ int main(int argc, char **argv) {
     if (relative_diff(sharded.grad_norm[step], reference.grad_norm[step]) > TRAJECTORY_TOLERANCE)
       fail("step %d grad norm %.9g, single process %.9g", step, sharded.grad_norm[step], reference.grad_norm[step]);
   }
+  /* Each rank initialised only its own shard: together they are the one-process model, bit for bit. */
+  if (memcmp(sharded.initial_params, reference.initial_params, param_bytes) != 0)
+    fail("the initial parameters differ from the single-process model's");
   double worst = 0.0;
   for (size_t i = 0; i < sharded.n_params; i++) worst = fmax(worst, fabs(sharded.params[i] - reference.params[i]));
   if (worst > PARAM_TOLERANCE) fail("final parameters differ by up to %g", worst);
@@ -184,7 +197,9 @@ int main(int argc, char **argv) {
     printf("equivalence: %s at W=%d, losses %.6f -> %.6f, grad norms %.4f -> %.4f, max param diff %.3g, %d failures\n",
            argv[1], W, sharded.loss[0], sharded.loss[STEPS - 1], sharded.grad_norm[0], sharded.grad_norm[STEPS - 1],
            worst, total);
+  free(reference.initial_params);
   free(reference.params);
+  free(sharded.initial_params);
   free(sharded.params);
   comm_finalize();
   return total ? 1 : 0;
