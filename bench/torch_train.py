@@ -4,7 +4,7 @@ model and math as fsdp.c's GPT-2) on byte tokens of a text file with AdamW and
 global-norm gradient clipping, single process, on the CPU.
 
 Prints one line per step (ms, tokens/s) and a summary: the median step time
-and tokens/s over the steps after the first (the warm-up step), and the peak
+and tokens/s over the steps after the first --warmup steps (default 1), and the peak
 resident set size (RSS) of the process. RSS is not the same quantity as
 fsdp.c's mem_peak_bytes (which counts only its tracked allocations): it also
 holds the Python interpreter, the torch libraries and the allocator's slack.
@@ -58,6 +58,7 @@ def parse_args(argv=None):
     p.add_argument("--seq-len", type=int, default=256)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--warmup", type=int, default=1, help="first steps left out of the medians (default 1)")
     p.add_argument("--threads", type=int, default=os.cpu_count(), help="torch.set_num_threads (default: all cores)")
     p.add_argument("--data", default="/work/shared/data/tinyshakespeare.txt", help="text file, one token per byte")
     p.add_argument("--val-fraction", type=float, default=0.1, help="last fraction of the tokens left out, as ours")
@@ -124,13 +125,13 @@ def run(args):
             print(f"step {step:5d}/{args.steps} | loss {lossv:.4f} | grad norm {float(gnorm):.4f} | "
                   f"{ms:.1f} ms | {rec['tokens_per_s']:.0f} tok/s", flush=True)
 
-    timed = steps[1:] if len(steps) > 1 else steps
+    timed = steps[args.warmup:] or steps
     summary = {
         "impl": "pytorch",
         "torch_version": torch.__version__,
         "threads": torch.get_num_threads(),
         "n_layer": args.n_layer, "n_head": args.n_head, "n_embd": args.n_embd, "vocab_size": args.vocab_size,
-        "seq_len": T, "batch_size": B, "steps": args.steps, "n_params": n_params,
+        "seq_len": T, "batch_size": B, "steps": args.steps, "warmup": args.warmup, "n_params": n_params,
         "median_step_ms": statistics.median(r["step_ms"] for r in timed),
         "median_tokens_per_s": statistics.median(r["tokens_per_s"] for r in timed),
         "rss_peak_bytes": rss_peak_bytes(),
@@ -146,7 +147,7 @@ def main(argv=None):
     s = run(args)
     mib = 1 << 20
     print(f"pytorch {s['torch_version']} | {s['threads']} threads | params {s['n_params']} | "
-          f"B={s['batch_size']} T={s['seq_len']} | median over steps 2..{s['steps']}: "
+          f"B={s['batch_size']} T={s['seq_len']} | median over steps {s['warmup'] + 1}..{s['steps']}: "
           f"{s['median_step_ms']:.1f} ms/step, {s['median_tokens_per_s']:.0f} tok/s | "
           f"peak RSS {s['rss_peak_bytes'] / mib:.1f} MiB "
           f"(RSS after importing torch and reading data: {s['rss_after_import_bytes'] / mib:.1f} MiB)")
