@@ -89,7 +89,9 @@ mib() { "$PY" -c "import sys; print(f'{float(sys.argv[1]) / 2**20:.1f}')" "$1"; 
 
 echo "== fsdp train vs PyTorch: $MODEL (L=$N_LAYER H=$N_HEAD C=$N_EMBD V=$VOCAB), B=$BATCH T=$SEQ, $STEPS steps, W=1"
 echo "   machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-echo "   OpenBLAS: $(readlink -f /lib/x86_64-linux-gnu/libopenblas.so.0 2>/dev/null || echo '?') (both link it);" \
+blas_of() { ldd "$1" 2>/dev/null | awk '/libopenblas|libblas/ {print $3; exit}' | xargs -r readlink -f; }
+torch_lib=$("$PY" -c "import torch, os; print(os.path.join(os.path.dirname(torch.__file__), 'lib', 'libtorch_cpu.so'))")
+echo "   BLAS: ours $(blas_of "$FSDP"), PyTorch $(blas_of "$torch_lib");" \
      "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE-<unset>}"
 echo "   threads: OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=$THREADS for both, torch.set_num_threads($THREADS) for PyTorch;"
 echo "            one round per OMP_WAIT_POLICY in '$WAIT_POLICIES' (default = variable unset)"

@@ -73,7 +73,7 @@ void comm_init(int *argc, char ***argv) {
   open_group(&self_group, MPI_COMM_SELF, "MPI_Comm_set_errhandler(MPI_COMM_SELF)");
   fsdp_log_set_rank(world_group.rank, world_group.size);
   fsdp_set_abort_handler(abort_job);
-  /* Collectives run on the comm streams' worker threads, concurrently. */
+  /* The comm streams (docs/architecture.md) call collectives from worker threads. */
   if (provided < MPI_THREAD_MULTIPLE)
     fsdp_fatal("MPI provides %s but fsdp needs MPI_THREAD_MULTIPLE "
                "(is Open MPI built with thread support?)",
