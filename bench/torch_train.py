@@ -12,7 +12,7 @@ The RSS before the model is built is reported too, so the difference can be
 read as the training's own footprint.
 
 Run with Debian's Python (the one with torch):
-    /usr/bin/python3 bench/torch_train.py --data /work/shared/data/tinyshakespeare.txt --steps 8
+    /usr/bin/python3 bench/torch_train.py --data ../shared/data/tinyshakespeare.txt --steps 8
 --json FILE writes the summary as one JSON object.
 """
 import argparse
@@ -60,7 +60,7 @@ def parse_args(argv=None):
     p.add_argument("--steps", type=int, default=8)
     p.add_argument("--warmup", type=int, default=1, help="first steps left out of the medians (default 1)")
     p.add_argument("--threads", type=int, default=os.cpu_count(), help="torch.set_num_threads (default: all cores)")
-    p.add_argument("--data", default="/work/shared/data/tinyshakespeare.txt", help="text file, one token per byte")
+    p.add_argument("--data", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "tinyshakespeare.txt"), help="text file, one token per byte")
     p.add_argument("--val-fraction", type=float, default=0.1, help="last fraction of the tokens left out, as ours")
     p.add_argument("--lr", type=float, default=6e-4)
     p.add_argument("--weight-decay", type=float, default=0.1)
