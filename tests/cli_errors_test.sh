@@ -74,6 +74,8 @@ expect_error "unknown --sharding" "--sharding: unknown strategy 'zero9'" --data 
 expect_error "unknown --data-format" "--data-format: unknown format 'csv'" --data "$tmp/small.bin" \
   --data-format csv
 expect_error "--seq-len beyond the model" "--seq-len: 100000 exceeds" --data "$tmp/small.bin" --seq-len 100000
+expect_error "activations beyond the kernels' sizes" "lower --batch-size or --seq-len" --data "$tmp/small.bin" \
+  --n-embd 4096 --n-head 32 --batch-size 100000 --seq-len 256
 RANKS=2 expect_error "world size does not divide the batch" \
   "--global-batch-size 5 is not divisible by the world size 2" --data "$tmp/small.bin" --global-batch-size 5
 

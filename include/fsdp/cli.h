@@ -30,8 +30,9 @@ struct train_options {
   enum sharding_strategy sharding;
 };
 
-/* Fills defaults, then parses argv (after "train"); ends the job with a message
- * naming the flag on any bad input. Returns 1 when --help was printed. */
+/* Fills defaults, then parses argv (argv[0] is the command name, "train"); ends
+ * the job with a message naming the flag on any bad input. Returns 1 when --help
+ * was printed. */
 int train_options_parse(struct train_options *o, int argc, char **argv);
 void train_options_print_help(void);
 

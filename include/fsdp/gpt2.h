@@ -66,6 +66,9 @@ struct gpt2 {
   float *d_logits;                                                /* (N, V) */
 };
 
+/* NULL when batches of B x T fit the kernels' int sizes, else a message saying what is too large. */
+const char *gpt2_batch_problem(const struct gpt2_config *c, int B, int T);
+
 /* Declares the units on fsdp (which must have none yet) and allocates activations for batches of B x T. */
 void gpt2_create(struct gpt2 *model, const struct gpt2_config *config, struct fsdp_model *fsdp, int B, int T);
 void gpt2_free(struct gpt2 *model);

@@ -39,6 +39,8 @@ static void setup(struct trainer *t) {
   t->world_size = comm_size(t->world);
   t->B = per_rank_batch(o, t->world_size);
   t->T = o->seq_len;
+  const char *too_large = gpt2_batch_problem(&o->gpt2, t->B, t->T);
+  if (too_large) fsdp_fatal("%s", too_large);
 
   token_data_load(&t->data, o->data, o->data_format, o->gpt2.vocab_size);
   token_data_split(&t->data, o->val_fraction, t->T, &t->train, &t->val);

@@ -1,5 +1,6 @@
 #include "fsdp/gpt2.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,20 @@ const char *gpt2_config_problem(const struct gpt2_config *c) {
   if (c->max_seq_len < 1) return "the model's maximum sequence length must be at least 1";
   if (c->n_embd % c->n_head != 0) {
     snprintf(message, sizeof message, "--n-embd %d is not divisible by --n-head %d", c->n_embd, c->n_head);
+    return message;
+  }
+  return NULL;
+}
+
+const char *gpt2_batch_problem(const struct gpt2_config *c, int B, int T) {
+  static char message[200];
+  /* The kernels take element counts such as N * 4C as int. */
+  size_t N = (size_t)B * (size_t)T, widest = N * 4 * (size_t)c->n_embd;
+  if (widest > INT_MAX) {
+    snprintf(message, sizeof message,
+             "a batch of %d x %d tokens at --n-embd %d makes activations of %zu elements, more than %d: "
+             "lower --batch-size or --seq-len",
+             B, T, c->n_embd, widest, INT_MAX);
     return message;
   }
   return NULL;
@@ -141,7 +156,7 @@ static void allocate_activations(struct gpt2 *model) {
 
 void gpt2_create(struct gpt2 *model, const struct gpt2_config *config, struct fsdp_model *fsdp, int B, int T) {
   FSDP_CHECK(fsdp->n_units == 0 && gpt2_config_problem(config) == NULL);
-  FSDP_CHECK(B >= 1 && T >= 1 && T <= config->max_seq_len);
+  FSDP_CHECK(B >= 1 && T >= 1 && T <= config->max_seq_len && gpt2_batch_problem(config, B, T) == NULL);
   memset(model, 0, sizeof *model);
   model->config = *config;
   model->B = B;
