@@ -78,6 +78,4 @@ void gpt2_forward(struct gpt2 *model, const int *inputs, const int *targets);
 /* Backward of the last forward; leaves every unit's reduced gradient in its grad_shard. */
 void gpt2_backward(struct gpt2 *model);
 
-size_t gpt2_num_params(const struct gpt2_config *c);
-
 #endif

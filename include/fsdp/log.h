@@ -8,7 +8,5 @@ int fsdp_log_world_size(void);
 
 /* Printed by rank 0 only, to stdout. */
 void fsdp_log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Printed by every rank, to stderr. */
-void fsdp_log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

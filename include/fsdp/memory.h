@@ -28,7 +28,6 @@ struct mem_stats {
 void *mem_alloc(size_t bytes, enum mem_category category);
 /* Accepts NULL. */
 void mem_free(void *ptr);
-size_t mem_size(const void *ptr);
 
 void mem_get_stats(struct mem_stats *out);
 /* Restarts the peaks from the current values (e.g. at the start of a step). */

@@ -8,8 +8,7 @@
 /* Four 32-bit words for the 128-bit counter (index, stream) under key seed. */
 void philox4x32(uint64_t seed, uint64_t stream, uint64_t index, uint32_t out[4]);
 
-/* Uniform in [0, 1) and standard normal (Box-Muller on one Philox block). */
-float rng_uniform(uint64_t seed, uint64_t stream, uint64_t index);
+/* Standard normal (Box-Muller on one Philox block). */
 float rng_normal(uint64_t seed, uint64_t stream, uint64_t index);
 /* Uniform integer in [0, n), n > 0. */
 uint64_t rng_below(uint64_t seed, uint64_t stream, uint64_t index, uint64_t n);

@@ -23,13 +23,3 @@ void fsdp_log_info(const char *fmt, ...) {
   fputc('\n', stdout);
   fflush(stdout);
 }
-
-void fsdp_log_warn(const char *fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  if (log_world_size > 1) fprintf(stderr, "fsdp: warning: rank %d: ", log_rank);
-  else fputs("fsdp: warning: ", stderr);
-  vfprintf(stderr, fmt, args);
-  va_end(args);
-  fputc('\n', stderr);
-}

@@ -65,8 +65,6 @@ void mem_free(void *ptr) {
   free(h);
 }
 
-size_t mem_size(const void *ptr) { return ptr ? header_of(ptr)->bytes : 0; }
-
 void mem_get_stats(struct mem_stats *out) {
   pthread_mutex_lock(&tracker_lock);
   *out = stats;

@@ -31,12 +31,6 @@ void philox4x32(uint64_t seed, uint64_t stream, uint64_t index, uint32_t out[4])
 /* 24 random bits give every float in [0, 1) on a 2^-24 grid. */
 static float to_unit(uint32_t x) { return (float)(x >> 8) * (1.0f / 16777216.0f); }
 
-float rng_uniform(uint64_t seed, uint64_t stream, uint64_t index) {
-  uint32_t r[4];
-  philox4x32(seed, stream, index, r);
-  return to_unit(r[0]);
-}
-
 float rng_normal(uint64_t seed, uint64_t stream, uint64_t index) {
   uint32_t r[4];
   philox4x32(seed, stream, index, r);

@@ -65,11 +65,6 @@ const char *gpt2_batch_problem(const struct gpt2_config *c, int B, int T) {
   return NULL;
 }
 
-size_t gpt2_num_params(const struct gpt2_config *c) {
-  size_t C = (size_t)c->n_embd;
-  return (size_t)c->vocab_size * C + (size_t)c->max_seq_len * C + 2 * C + (size_t)c->n_layer * (12 * C * C + 13 * C);
-}
-
 /* nanoGPT's init: weights normal(0, 0.02), the two residual projections scaled by
  * 1/sqrt(2 n_layer), biases zero, LayerNorm weights one; matrices are decayed. */
 static struct param_spec matrix(const char *name, size_t rows, size_t cols, float std) {
