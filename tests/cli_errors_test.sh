@@ -76,6 +76,8 @@ expect_error "unknown --data-format" "--data-format: unknown format 'csv'" --dat
 expect_error "--seq-len beyond the model" "--seq-len: 100000 exceeds" --data "$tmp/small.bin" --seq-len 100000
 expect_error "activations beyond the kernels' sizes" "lower --batch-size or --seq-len" --data "$tmp/small.bin" \
   --n-embd 4096 --n-head 32 --batch-size 100000 --seq-len 256
+expect_error "unwritable --log" "--log: cannot open '$tmp/no/such/dir/log.jsonl'" --data "$tmp/small.bin" \
+  --model gpt2-tiny --vocab-size 256 --seq-len 4 --val-fraction 0 --log "$tmp/no/such/dir/log.jsonl"
 RANKS=2 expect_error "world size does not divide the batch" \
   "--global-batch-size 5 is not divisible by the world size 2" --data "$tmp/small.bin" --global-batch-size 5
 

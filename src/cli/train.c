@@ -1,6 +1,5 @@
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "fsdp/cli.h"
 #include "fsdp/comm.h"
@@ -60,8 +59,8 @@ static void setup(struct trainer *t) {
   metrics_print_memory("after model creation", &mem, 0);
 
   size_t N = (size_t)t->B * t->T;
-  t->inputs = fsdp_xmalloc(N * sizeof(int));
-  t->targets = fsdp_xmalloc(N * sizeof(int));
+  t->inputs = mem_alloc(N * sizeof(int), MEM_OTHER);
+  t->targets = mem_alloc(N * sizeof(int), MEM_OTHER);
   t->log = t->rank == 0 ? metrics_open_log(o->log_path) : NULL;
 }
 
@@ -109,8 +108,8 @@ static void train_step(struct trainer *t, int step, struct step_metrics *m) {
 
 static void teardown(struct trainer *t) {
   if (t->log) fclose(t->log);
-  free(t->inputs);
-  free(t->targets);
+  mem_free(t->inputs);
+  mem_free(t->targets);
   gpt2_free(&t->model);
   fsdp_model_free(&t->fsdp);
   token_data_free(&t->data);
