@@ -1,7 +1,9 @@
 /* FSDP changes no mathematics: GPT-2 trained for 10 AdamW steps on W ranks with
  * a given strategy gives the single-process loss and grad-norm trajectory on the
- * same global batch, and the same final parameters. Along the way the memory
- * tracker proves the sharded-state formula and the unsharded buffers' lifetimes.
+ * same global batch, and the same final parameters. Overlap changes nothing at
+ * all: every prefetch mode gives the run without overlap bit for bit. Along the
+ * way the memory tracker proves the sharded-state formula and the unsharded
+ * buffers' lifetimes and limit.
  * Usage (under mpirun -np W): fsdp_equivalence_test full|grad-op|none */
 #include <math.h>
 #include <stdarg.h>
@@ -23,6 +25,20 @@ static const uint64_t SEED = 1234;
 static const double TRAJECTORY_TOLERANCE = 1e-5, PARAM_TOLERANCE = 2e-5;
 
 static int failures;
+
+/* The first is the run without overlap that the others must match bit for bit. */
+static const struct {
+  const char *name;
+  struct fsdp_overlap overlap;
+} MODES[] = {
+    {"no overlap", {.prefetch = 0, .backward_prefetch = BACKWARD_PREFETCH_NONE, .max_unsharded = 2, .blocking = 1}},
+    {"prefetch off", {.prefetch = 0, .backward_prefetch = BACKWARD_PREFETCH_NONE, .max_unsharded = 2}},
+    {"forward only", {.prefetch = 1, .backward_prefetch = BACKWARD_PREFETCH_NONE, .max_unsharded = 2}},
+    {"backward pre", {.prefetch = 1, .backward_prefetch = BACKWARD_PREFETCH_PRE, .max_unsharded = 2}},
+    {"backward post", {.prefetch = 1, .backward_prefetch = BACKWARD_PREFETCH_POST, .max_unsharded = 2}},
+    {"two ahead, limit 3", {.prefetch = 2, .backward_prefetch = BACKWARD_PREFETCH_PRE, .max_unsharded = 3}},
+};
+enum { N_MODES = sizeof MODES / sizeof MODES[0] };
 
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void fail(const char *fmt, ...) {
@@ -85,21 +101,31 @@ static void check_after_forward(const struct gpt2 *g, enum sharding_strategy s) 
     fail("%zu unsharded parameter bytes after forward, expected %zu", mem_current(MEM_UNSHARDED_PARAMS), expected);
 }
 
-static void check_after_backward(const struct gpt2 *g, enum sharding_strategy s) {
-  if (mem_current(MEM_UNSHARDED_PARAMS) || mem_current(MEM_UNSHARDED_GRADS))
-    fail("unsharded buffers alive after backward: %zu param bytes, %zu grad bytes",
-         mem_current(MEM_UNSHARDED_PARAMS), mem_current(MEM_UNSHARDED_GRADS));
+static void check_after_backward(struct gpt2 *g, enum sharding_strategy s, const struct fsdp_overlap *o) {
+  if (mem_current(MEM_UNSHARDED_PARAMS)) fail("%zu unsharded param bytes alive after backward",
+                                              mem_current(MEM_UNSHARDED_PARAMS));
+  /* Gradients stay until their reduce-scatter is over. */
+  fsdp_model_wait_for_grads(g->fsdp);
+  if (mem_current(MEM_UNSHARDED_GRADS))
+    fail("%zu unsharded grad bytes alive after the reduce-scatters", mem_current(MEM_UNSHARDED_GRADS));
   if (s != SHARD_FULL) return;
-  /* The root stays gathered for the whole step; at most one block joins it. */
+  /* The root stays gathered for the whole step; at most max_unsharded blocks join it
+   * (one when nothing is prefetched), and without overlap one block's gradients. */
   size_t largest_block = 0;
   for (int l = 0; l < CONFIG.n_layer; l++)
     if (padded_bytes(g->blocks[l]) > largest_block) largest_block = padded_bytes(g->blocks[l]);
   struct mem_stats st;
   mem_get_stats(&st);
-  size_t bound = padded_bytes(g->root) + largest_block;
-  if (st.peak[MEM_UNSHARDED_PARAMS] > bound || st.peak[MEM_UNSHARDED_GRADS] > bound)
-    fail("unsharded peak %zu param / %zu grad bytes exceeds root + largest unit = %zu",
-         st.peak[MEM_UNSHARDED_PARAMS], st.peak[MEM_UNSHARDED_GRADS], bound);
+  int blocks = o->blocking || (o->prefetch == 0 && o->backward_prefetch == BACKWARD_PREFETCH_NONE)
+                   ? 1
+                   : o->max_unsharded;
+  size_t bound = padded_bytes(g->root) + (size_t)blocks * largest_block;
+  if (st.peak[MEM_UNSHARDED_PARAMS] > bound)
+    fail("unsharded param peak %zu bytes exceeds root + %d blocks = %zu", st.peak[MEM_UNSHARDED_PARAMS], blocks,
+         bound);
+  size_t grad_bound = padded_bytes(g->root) + largest_block;
+  if (o->blocking && st.peak[MEM_UNSHARDED_GRADS] > grad_bound)
+    fail("unsharded grad peak %zu bytes exceeds root + one block = %zu", st.peak[MEM_UNSHARDED_GRADS], grad_bound);
 }
 
 static float *gather_params(struct fsdp_model *m, size_t n) {
@@ -111,11 +137,11 @@ static float *gather_params(struct fsdp_model *m, size_t n) {
   return params;
 }
 
-static void train(struct comm_group *group, enum sharding_strategy s, int first_row, int rows, int check_memory,
-                  struct trajectory *out) {
+static void train(struct comm_group *group, enum sharding_strategy s, const struct fsdp_overlap *overlap,
+                  int first_row, int rows, int check_memory, struct trajectory *out) {
   struct fsdp_model m;
   struct gpt2 g;
-  fsdp_model_init(&m, group, s);
+  fsdp_model_init(&m, group, s, overlap);
   gpt2_create(&g, &CONFIG, &m, rows, SEQ);
   fsdp_model_init_params(&m, SEED);
   out->n_params = fsdp_model_numel(&m);
@@ -134,7 +160,7 @@ static void train(struct comm_group *group, enum sharding_strategy s, int first_
     gpt2_forward(&g, inputs, targets);
     if (check_memory) check_after_forward(&g, s);
     gpt2_backward(&g);
-    if (check_memory) check_after_backward(&g, s);
+    if (check_memory) check_after_backward(&g, s, overlap);
     out->loss[step] = fsdp_model_mean_across_ranks(&m, g.mean_loss);
     out->grad_norm[step] = fsdp_model_grad_norm(&m);
     fsdp_model_clip_grads(&m, out->grad_norm[step], 0.5);
@@ -164,7 +190,7 @@ int main(int argc, char **argv) {
   }
 
   struct trajectory reference = {0}, sharded = {0};
-  if (rank == 0) train(comm_self(), SHARD_FULL, 0, GLOBAL_BATCH, 0, &reference);
+  if (rank == 0) train(comm_self(), SHARD_FULL, NULL, 0, GLOBAL_BATCH, 0, &reference);
   comm_broadcast(world, &reference, sizeof reference.loss + sizeof reference.grad_norm, 0);
   comm_broadcast(world, &reference.n_params, sizeof reference.n_params, 0);
   size_t param_bytes = reference.n_params * sizeof(float);
@@ -176,7 +202,17 @@ int main(int argc, char **argv) {
   comm_broadcast(world, reference.params, param_bytes, 0);
 
   int rows = GLOBAL_BATCH / W;
-  train(world, (enum sharding_strategy)strategy, rank * rows, rows, 1, &sharded);
+  train(world, (enum sharding_strategy)strategy, &MODES[0].overlap, rank * rows, rows, 1, &sharded);
+  for (int mode = 1; mode < N_MODES; mode++) {
+    struct trajectory overlapped = {0};
+    train(world, (enum sharding_strategy)strategy, &MODES[mode].overlap, rank * rows, rows, 1, &overlapped);
+    if (memcmp(overlapped.loss, sharded.loss, sizeof sharded.loss) != 0 ||
+        memcmp(overlapped.grad_norm, sharded.grad_norm, sizeof sharded.grad_norm) != 0 ||
+        memcmp(overlapped.params, sharded.params, sharded.n_params * sizeof(float)) != 0)
+      fail("%s: the trajectory or the final parameters differ from the run without overlap", MODES[mode].name);
+    free(overlapped.initial_params);
+    free(overlapped.params);
+  }
 
   for (int step = 0; step < STEPS; step++) {
     if (relative_diff(sharded.loss[step], reference.loss[step]) > TRAJECTORY_TOLERANCE)
@@ -194,8 +230,8 @@ int main(int argc, char **argv) {
   int total = failures;
   comm_all_reduce(world, &total, 1, COMM_I32, COMM_SUM);
   if (rank == 0)
-    printf("equivalence: %s at W=%d, losses %.6f -> %.6f, grad norms %.4f -> %.4f, max param diff %.3g, %d failures\n",
-           argv[1], W, sharded.loss[0], sharded.loss[STEPS - 1], sharded.grad_norm[0], sharded.grad_norm[STEPS - 1],
+    printf("equivalence: %s at W=%d, %d overlap modes bitwise equal, losses %.6f -> %.6f, grad norms %.4f -> %.4f, max param diff %.3g, %d failures\n",
+           argv[1], W, N_MODES, sharded.loss[0], sharded.loss[STEPS - 1], sharded.grad_norm[0], sharded.grad_norm[STEPS - 1],
            worst, total);
   free(reference.initial_params);
   free(reference.params);

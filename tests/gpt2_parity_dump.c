@@ -38,7 +38,7 @@ int main(int argc, char **argv) {
   FILE *out = tensor_file_create(argv[1]);
   struct fsdp_model m;
   struct gpt2 g;
-  fsdp_model_init(&m, comm_self(), SHARD_FULL);
+  fsdp_model_init(&m, comm_self(), SHARD_FULL, NULL);
   gpt2_create(&g, &CONFIG, &m, B, T);
   fsdp_model_init_params(&m, SEED);
 

@@ -9,7 +9,7 @@
 #include "fsdp/comm.h"
 #include "fsdp/memory.h"
 #include "fsdp/rng.h"
-#include "fsdp/unit.h"
+#include "fsdp/runtime.h"
 
 static const uint64_t SEED = 42;
 static int failures;
@@ -33,7 +33,7 @@ static const struct param_spec specs[] = {
     {"norm", 1, {13}, PARAM_INIT_CONSTANT, 1.0f, 0},
     {"big", 3, {3, 4, 9}, PARAM_INIT_NORMAL, 1.5f, 1},
 };
-enum { N_PARAMS = sizeof specs / sizeof specs[0], UNIT_ID = 3 };
+enum { N_PARAMS = sizeof specs / sizeof specs[0], UNIT_ID = 0 };
 
 /* The value element i of parameter p must have, computed without any sharding. */
 static float expected_param(int p, size_t i) {
@@ -54,55 +54,58 @@ static void check_strategy(enum sharding_strategy strategy) {
   struct comm_group *world = comm_world();
   int W = comm_size(world), rank = comm_rank(world);
   int mesh = strategy == SHARD_NONE ? 1 : W;
-  struct fsdp_unit u;
-  fsdp_unit_init(&u, "test unit", UNIT_ID, specs, N_PARAMS, world, strategy, 1);
-  fsdp_unit_init_params(&u, SEED);
-  struct flat_layout *l = &u.layout;
+  struct fsdp_model m;
+  fsdp_model_init(&m, world, strategy, NULL);
+  struct fsdp_unit *u = fsdp_model_add_unit(&m, "test unit", specs, N_PARAMS, 0);
+  fsdp_unit_init_params(u, SEED);
+  struct flat_layout *l = &u->layout;
 
   EXPECT(unsharded_bytes(MEM_SHARDED_PARAMS) == l->shard * sizeof(float), "sharded params bytes %zu, expected %zu",
          unsharded_bytes(MEM_SHARDED_PARAMS), l->shard * sizeof(float));
   EXPECT(unsharded_bytes(MEM_OPTIMIZER) == 2 * l->shard * sizeof(float), "optimizer bytes are not 2 x shard");
 
   for (int p = 0; p < N_PARAMS; p++) {
-    struct sharded_param_info info = fsdp_unit_param_info(&u, p);
+    struct sharded_param_info info = fsdp_unit_param_info(u, p);
     struct owned_range o = flat_layout_owned(l, p, strategy == SHARD_NONE ? 0 : rank);
     EXPECT(info.mesh_size == mesh && info.begin == o.begin && info.end == o.end, "param %d info is wrong", p);
     EXPECT(info.ndim == specs[p].ndim && info.global_shape[0] == specs[p].shape[0], "param %d shape is wrong", p);
     for (size_t i = o.begin; i < o.end; i++)
-      EXPECT(u.param_shard[o.shard_offset + i - o.begin] == expected_param(p, i),
+      EXPECT(u->param_shard[o.shard_offset + i - o.begin] == expected_param(p, i),
              "param %d element %zu of the shard differs from the one-rank model", p, i);
   }
 
-  fsdp_unit_pre_forward(&u);
-  EXPECT(u.state == UNIT_UNSHARDED, "not unsharded after pre_forward");
+  fsdp_pre_forward(&m, u);
+  EXPECT(u->state == UNIT_UNSHARDED, "not unsharded after pre_forward");
   EXPECT(unsharded_bytes(MEM_UNSHARDED_PARAMS) == (strategy == SHARD_NONE ? 0 : l->padded * sizeof(float)),
          "unsharded params bytes %zu after pre_forward", unsharded_bytes(MEM_UNSHARDED_PARAMS));
   for (int p = 0; p < N_PARAMS; p++) {
-    const float *view = fsdp_unit_param(&u, p);
+    const float *view = fsdp_unit_param(u, p);
     for (size_t i = 0; i < l->params[p].numel; i++)
       EXPECT(view[i] == expected_param(p, i), "view of param %d element %zu is wrong", p, i);
   }
-  for (size_t i = l->numel; i < l->padded; i++) EXPECT(u.param_full[i] == 0.0f, "padding element %zu is not zero", i);
+  for (size_t i = l->numel; i < l->padded; i++) EXPECT(u->param_full[i] == 0.0f, "padding element %zu is not zero", i);
 
-  fsdp_unit_post_forward(&u);
+  fsdp_post_forward(&m, u);
   if (strategy == SHARD_FULL)
-    EXPECT(u.state == UNIT_SHARDED && u.param_full == NULL && unsharded_bytes(MEM_UNSHARDED_PARAMS) == 0,
+    EXPECT(u->state == UNIT_SHARDED && u->param_full == NULL && unsharded_bytes(MEM_UNSHARDED_PARAMS) == 0,
            "full sharding left the parameters unsharded after post_forward");
   else
-    EXPECT(u.state == UNIT_UNSHARDED, "%s resharded after forward", strategy_name);
+    EXPECT(u->state == UNIT_UNSHARDED, "%s resharded after forward", strategy_name);
 
-  fsdp_unit_pre_backward(&u);
+  fsdp_pre_backward(&m, u);
   for (int p = 0; p < N_PARAMS; p++) {
-    float *grad = fsdp_unit_grad(&u, p);
+    float *grad = fsdp_unit_grad(u, p);
     for (size_t i = 0; i < l->params[p].numel; i++) {
       EXPECT(grad[i] == 0.0f, "gradient not zero at pre_backward");
       grad[i] = rank_grad(rank, l->params[p].offset + i);
     }
   }
-  fsdp_unit_post_backward(&u);
-  EXPECT(u.state == UNIT_SHARDED && u.grad_full == NULL, "buffers alive after post_backward");
-  EXPECT(unsharded_bytes(MEM_UNSHARDED_PARAMS) == 0 && unsharded_bytes(MEM_UNSHARDED_GRADS) == 0,
-         "unsharded bytes left after post_backward");
+  fsdp_post_backward(&m, u);
+  EXPECT(u->state == UNIT_SHARDED && u->grad_full == NULL && unsharded_bytes(MEM_UNSHARDED_PARAMS) == 0,
+         "parameters alive after post_backward");
+  /* The reduce-scatter may still be reading the gradients: they are freed once it is done. */
+  fsdp_model_wait_for_grads(&m);
+  EXPECT(unsharded_bytes(MEM_UNSHARDED_GRADS) == 0, "unsharded gradients left after the reduce-scatter");
   size_t shard_begin = strategy == SHARD_NONE ? 0 : (size_t)rank * l->shard;
   for (size_t s = 0; s < l->shard; s++) {
     size_t flat = shard_begin + s;
@@ -112,17 +115,17 @@ static void check_strategy(enum sharding_strategy strategy) {
       for (int r = 0; r < W; r++) sum += rank_grad(r, flat);
       expected = (float)(sum / W);
     }
-    EXPECT(u.grad_shard[s] == expected, "reduced gradient at flat element %zu is %g, expected %g", flat,
-           u.grad_shard[s], expected);
+    EXPECT(u->grad_shard[s] == expected, "reduced gradient at flat element %zu is %g, expected %g", flat,
+           u->grad_shard[s], expected);
   }
 
   float *gathered = malloc(l->numel * sizeof(float));
-  fsdp_unit_gather_params(&u, gathered);
+  fsdp_unit_gather_params(u, gathered);
   for (int p = 0; p < N_PARAMS; p++)
     for (size_t i = 0; i < l->params[p].numel; i++)
       EXPECT(gathered[l->params[p].offset + i] == expected_param(p, i), "gathered param %d element %zu", p, i);
   free(gathered);
-  fsdp_unit_free(&u);
+  fsdp_model_free(&m);
   EXPECT(unsharded_bytes(MEM_SHARDED_PARAMS) == 0 && unsharded_bytes(MEM_OPTIMIZER) == 0, "unit leaked memory");
 }
 

@@ -9,7 +9,7 @@
 #include "fsdp/memory.h"
 
 #include "fsdp/gpt2.h"
-#include "fsdp/unit.h"
+#include "fsdp/runtime.h"
 
 struct train_options {
   const char *model;           /* preset name */
@@ -28,6 +28,9 @@ struct train_options {
   int val_batches;
   const char *log_path;
   enum sharding_strategy sharding;
+  struct fsdp_overlap overlap;
+  const char *trace_path;
+  int trace_first, trace_last; /* steps, from 1 */
 };
 
 /* Fills defaults, then parses argv (argv[0] is the command name, "train"); ends
@@ -68,6 +71,9 @@ void token_split_batch(const struct token_split *s, uint64_t seed, uint64_t batc
 struct step_metrics {
   int step, steps;
   double loss, grad_norm, lr, step_ms, tokens_per_s;
+  /* comm_ms: the all-gather and reduce-scatter streams' busy time, added up;
+   * exposed_comm_ms: the compute thread's time blocked waiting for them. */
+  double comm_ms, all_gather_ms, reduce_scatter_ms, exposed_comm_ms;
   double val_loss;           /* NAN when not evaluated this step */
   size_t mem_peak_bytes;     /* the largest peak of any rank */
   struct mem_stats mem;      /* this rank's, by category */
@@ -78,6 +84,16 @@ FILE *metrics_open_log(const char *path);
 void metrics_report_step(FILE *log, const char *log_path, const struct step_metrics *m);
 /* One console line: current (or peak) bytes per category. */
 void metrics_print_memory(const char *when, const struct mem_stats *s, int peak);
+
+struct comm_group;
+/* For --trace, on rank 0 before training: ends the job now, with the reason, when the
+ * trace could not be written there later. */
+void trace_file_check_writable(const char *path);
+/* Collective over the group: every rank's recorded events (include/fsdp/trace.h) go
+ * into one Chrome trace JSON file on rank 0, one process per rank and one thread per
+ * track, written to a temporary name and renamed. Call it with recording off and every
+ * stream idle; the events are left in place. A failure ends the job naming --trace. */
+void trace_file_write(const char *path, struct comm_group *group);
 
 int fsdp_train_main(int argc, char **argv);
 

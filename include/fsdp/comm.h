@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+struct stream;
+
 enum comm_dtype { COMM_F32, COMM_F64, COMM_I32, COMM_I64 };
 enum comm_reduce_op { COMM_SUM, COMM_AVG, COMM_MAX };
 
@@ -33,6 +35,32 @@ void comm_all_reduce(struct comm_group *g, void *buf, size_t count, enum comm_dt
                      enum comm_reduce_op op);
 void comm_broadcast(struct comm_group *g, void *buf, size_t bytes, int root);
 void comm_barrier(struct comm_group *g);
+
+/* A new communicator over the same ranks. Collectives on one group must be called
+ * in the same order on every rank, so each comm stream gets a group of its own. */
+struct comm_group *comm_group_dup(struct comm_group *g, const char *name);
+void comm_group_free(struct comm_group *g);
+
+/* The same collectives, launched on a stream (src/device): they run in stream order
+ * on the stream's thread, and the caller records an event to know when they are
+ * done. Buffers must stay alive and untouched until then. label names the span in
+ * profile traces. */
+void comm_all_gather_async(struct comm_group *g, struct stream *s, const char *label, const void *send,
+                           void *recv, size_t count, enum comm_dtype dtype);
+void comm_reduce_scatter_async(struct comm_group *g, struct stream *s, const char *label, const void *send,
+                               void *recv, size_t count, enum comm_dtype dtype, enum comm_reduce_op op);
+void comm_all_reduce_async(struct comm_group *g, struct stream *s, const char *label, void *buf, size_t count,
+                           enum comm_dtype dtype, enum comm_reduce_op op);
+
+/* How comm_reduce_scatter reduces: Open MPI's MPI_Reduce_scatter_block, a ring of
+ * point-to-point messages (src/comm/ring.c), or AUTO: the faster of the two for the
+ * message size, as measured by bench/collectives.sh (docs/benchmarks.md). */
+enum comm_reduce_scatter_algorithm { COMM_RS_AUTO, COMM_RS_MPI, COMM_RS_RING };
+void comm_set_reduce_scatter_algorithm(enum comm_reduce_scatter_algorithm a);
+
+/* Concatenates every rank's bytes on root, in rank order: returns a malloc'd buffer
+ * (free it) with the total in *total_bytes on root, NULL elsewhere. */
+void *comm_gather_bytes(struct comm_group *g, const void *send, size_t bytes, int root, size_t *total_bytes);
 
 /* Ends every rank of the job with the given exit code. */
 _Noreturn void comm_abort(int exit_code);

@@ -10,9 +10,30 @@
 
 enum { FSDP_MAX_UNITS = 256 };
 
+/* When the next units' all-gathers are launched (FSDP1's forward_prefetch,
+ * backward_prefetch and limit_all_gathers). */
+enum backward_prefetch {
+  BACKWARD_PREFETCH_NONE,
+  BACKWARD_PREFETCH_PRE, /* before the unit's gradient computation: more overlap, one more unit in memory */
+  BACKWARD_PREFETCH_POST /* after it, once the unit's parameters are freed */
+};
+
+struct fsdp_overlap {
+  int prefetch;             /* units ahead whose all-gather is in flight during a forward (0: none) */
+  enum backward_prefetch backward_prefetch;
+  int max_unsharded;        /* units, the root aside, gathered or being gathered at once under full sharding */
+  int blocking;             /* wait for every collective right after launching it: no overlap at all */
+};
+
+/* Defaults: one unit ahead in forward, BACKWARD_PRE, at most 2 units unsharded (FSDP1's defaults). */
+extern const struct fsdp_overlap FSDP_OVERLAP_DEFAULT;
+
 struct fsdp_model {
   struct comm_group *group;
   enum sharding_strategy strategy;
+  struct fsdp_overlap overlap;
+  struct fsdp_streams streams;
+  struct event *collective_done; /* of the model-wide all-reduces (grad norm, metrics) */
   int n_units;
   struct fsdp_unit *units[FSDP_MAX_UNITS];
 };
@@ -24,17 +45,34 @@ struct adamw_config {
   float weight_decay;
 };
 
-void fsdp_model_init(struct fsdp_model *m, struct comm_group *group, enum sharding_strategy strategy);
+/* overlap may be NULL for the defaults. */
+void fsdp_model_init(struct fsdp_model *m, struct comm_group *group, enum sharding_strategy strategy,
+                     const struct fsdp_overlap *overlap);
 void fsdp_model_free(struct fsdp_model *m);
 
-/* Adds a unit. The root unit (is_root) stays unsharded from its pre-forward to its
- * post-backward, as FSDP2 does for the root module. */
+/* Adds a unit. Units are added in the order their forwards run (the backward runs
+ * them in reverse), which is the order prefetching follows. The root unit
+ * (is_root, the first one) stays unsharded from its pre-forward to its
+ * post-backward, as FSDP2 does for the root module, and wraps the others. */
 struct fsdp_unit *fsdp_model_add_unit(struct fsdp_model *m, const char *name, const struct param_spec *specs,
                                       int n_params, int is_root);
 
 void fsdp_model_init_params(struct fsdp_model *m, uint64_t seed);
 /* Reshards every unit that is still unsharded (after an evaluation forward). */
 void fsdp_model_reshard_all(struct fsdp_model *m);
+
+/* The hooks a model calls around each unit's compute (src/fsdp/hooks.c): they
+ * gather and free parameters, launch prefetches and gradient reductions, and
+ * mark the unit's compute in profile traces ("forward block 3"). */
+void fsdp_pre_forward(struct fsdp_model *m, struct fsdp_unit *u);
+void fsdp_post_forward(struct fsdp_model *m, struct fsdp_unit *u);
+void fsdp_pre_backward(struct fsdp_model *m, struct fsdp_unit *u);
+void fsdp_post_backward(struct fsdp_model *m, struct fsdp_unit *u);
+/* Waits for every launched gradient reduction: grad_shard is final afterwards.
+ * The optimizer functions below call it first. */
+void fsdp_model_wait_for_grads(struct fsdp_model *m);
+/* Non-root units gathered or being gathered now. */
+int fsdp_model_units_unsharded(const struct fsdp_model *m);
 
 /* L2 norm of all gradients across ranks (each element counted once, padding excluded). */
 double fsdp_model_grad_norm(struct fsdp_model *m);
@@ -47,8 +85,17 @@ void fsdp_model_adamw_step(struct fsdp_model *m, const struct adamw_config *cfg,
  * `total` (nanoGPT's schedule); step counts from 0. */
 float lr_warmup_cosine(int step, int warmup, int total, float lr, float min_lr);
 
-/* Mean of a per-rank value over the ranks of the model's group. */
+/* Mean and maximum of a per-rank value over the ranks of the model's group (on a
+ * comm stream, so that the compute thread makes no MPI call). */
 double fsdp_model_mean_across_ranks(struct fsdp_model *m, double value);
+double fsdp_model_max_across_ranks(struct fsdp_model *m, double value);
+
+/* Milliseconds, since the last call, that the all-gather and reduce-scatter
+ * streams were busy, and that the compute stream was blocked waiting on them. */
+struct fsdp_comm_times {
+  double all_gather_ms, reduce_scatter_ms, exposed_ms;
+};
+void fsdp_model_take_comm_times(struct fsdp_model *m, struct fsdp_comm_times *out);
 
 size_t fsdp_model_numel(const struct fsdp_model *m);
 /* Bytes of sharded state on this rank: (params + grads + 2 AdamW moments) * shard * 4. */
@@ -57,5 +104,7 @@ size_t fsdp_model_sharded_state_bytes(const struct fsdp_model *m);
 const char *sharding_strategy_name(enum sharding_strategy s);
 /* Returns -1 for an unknown name. */
 int sharding_strategy_parse(const char *name);
+const char *backward_prefetch_name(enum backward_prefetch p);
+int backward_prefetch_parse(const char *name);
 
 #endif

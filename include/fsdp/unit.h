@@ -9,6 +9,8 @@
 #include "fsdp/flat_param.h"
 
 struct comm_group;
+struct event;
+struct stream;
 
 enum sharding_strategy {
   SHARD_FULL,    /* ZeRO-3: parameters resharded after forward, gathered again for backward */
@@ -16,15 +18,34 @@ enum sharding_strategy {
   SHARD_NONE     /* DDP: parameters replicated, gradients all-reduced */
 };
 
-enum unit_state { UNIT_SHARDED, UNIT_UNSHARDED };
+/* UNSHARDING: the all-gather is launched and may still be writing param_full. */
+enum unit_state { UNIT_SHARDED, UNIT_UNSHARDING, UNIT_UNSHARDED };
+
+/* Where units run their collectives: the compute stream (the caller's thread on
+ * CPU), and a stream with a communicator of its own for all-gathers and another
+ * for reduce-scatters, so that the two kinds run concurrently without racing on
+ * one communicator. A model's units share one. */
+struct fsdp_streams {
+  struct stream *compute, *all_gather, *reduce_scatter;
+  struct comm_group *all_gather_group, *reduce_scatter_group;
+  int blocking; /* the compute stream waits for each collective right after launching it */
+};
+
+void fsdp_streams_init(struct fsdp_streams *s, struct comm_group *group);
+void fsdp_streams_free(struct fsdp_streams *s);
+/* Blocks the compute stream until e; in a profile trace the wait is a span named
+ * "wait <what>" on the compute track. */
+void fsdp_streams_wait(const struct fsdp_streams *s, struct event *e, const char *what);
 
 struct fsdp_unit {
   char name[PARAM_NAME_MAX];
   int id; /* position in the model; part of every element's init stream */
+  int is_root;
   struct flat_layout layout;
   enum sharding_strategy strategy;
   int reshard_after_forward;
   struct comm_group *group;
+  const struct fsdp_streams *streams;
   int rank;
   enum unit_state state;
 
@@ -38,22 +59,38 @@ struct fsdp_unit {
    * Under SHARD_NONE they are the shards themselves. */
   float *param_full;
   float *grad_full;
+  /* Gradients a launched reduce-scatter may still read; freed once `reduced` is reached. */
+  float *grad_reducing;
+  int reducing; /* a reduction into grad_shard is launched and not yet waited for */
+
+  double compute_begin_us;    /* where the span of the running forward or backward starts in a trace */
+  struct event *compute_done; /* the compute stream's point a collective must wait for */
+  struct event *gathered, *reduced;
 };
 
 void fsdp_unit_init(struct fsdp_unit *u, const char *name, int id, const struct param_spec *specs, int n_params,
-                    struct comm_group *group, enum sharding_strategy strategy, int reshard_after_forward);
+                    struct comm_group *group, const struct fsdp_streams *streams, enum sharding_strategy strategy,
+                    int is_root);
 void fsdp_unit_free(struct fsdp_unit *u);
 
 /* Fills this rank's shard: element i of parameter p is a pure function of (seed, unit id, p, i). */
 void fsdp_unit_init_params(struct fsdp_unit *u, uint64_t seed);
 
-/* The hooks: the only places where the state changes. */
-void fsdp_unit_pre_forward(struct fsdp_unit *u);
-void fsdp_unit_post_forward(struct fsdp_unit *u);
-void fsdp_unit_pre_backward(struct fsdp_unit *u);
-void fsdp_unit_post_backward(struct fsdp_unit *u);
-/* Frees the unsharded parameters (e.g. after an evaluation forward). */
+/* The steps the model's hooks (runtime.h) are made of; they are the only places
+ * where the state changes. */
+/* SHARDED -> UNSHARDING: allocates param_full and launches its all-gather. */
+void fsdp_unit_unshard(struct fsdp_unit *u);
+/* -> UNSHARDED: the compute stream waits for the all-gather. */
+void fsdp_unit_wait_unsharded(struct fsdp_unit *u);
+/* -> SHARDED: frees param_full (after waiting for an all-gather still writing it). */
 void fsdp_unit_reshard(struct fsdp_unit *u);
+/* A zeroed gradient buffer for the backward (DDP: the persistent gradient). */
+void fsdp_unit_begin_grads(struct fsdp_unit *u);
+/* Launches the reduce-scatter (DDP: all-reduce) of the gradients into grad_shard. */
+void fsdp_unit_reduce_grads(struct fsdp_unit *u);
+/* Frees the gradients of a finished reduce-scatter. With wait, the compute stream
+ * first waits for it, and grad_shard is final afterwards. */
+void fsdp_unit_release_grads(struct fsdp_unit *u, int wait);
 
 /* Views into the unsharded buffers: valid only while UNSHARDED (grad: during backward). */
 float *fsdp_unit_param(struct fsdp_unit *u, int param);

@@ -29,6 +29,8 @@ static const char *const DEFAULT_DATA_FORMAT = "auto";
 static const float DEFAULT_VAL_FRACTION = 0.1f;
 static const int DEFAULT_VAL_EVERY = 0;
 static const int DEFAULT_VAL_BATCHES = 4;
+/* The first step is left out of traces by default: it pays for first touches of memory. */
+static const int DEFAULT_TRACE_FIRST = 2, DEFAULT_TRACE_LAST = 3;
 
 static const char *const DATA_FORMATS[] = {"auto", "text", "nanogpt", "llmc"};
 
@@ -37,7 +39,8 @@ enum flag_id {
   F_BATCH_SIZE, F_GLOBAL_BATCH_SIZE, F_STEPS,
   F_LR, F_MIN_LR, F_WARMUP, F_WEIGHT_DECAY, F_GRAD_CLIP, F_BETA1, F_BETA2, F_EPS, F_SEED,
   F_DATA, F_DATA_FORMAT, F_VAL_FRACTION, F_VAL_EVERY, F_VAL_BATCHES,
-  F_LOG, F_SHARDING, F_NUM_FLAGS
+  F_LOG, F_SHARDING, F_PREFETCH, F_BACKWARD_PREFETCH, F_MAX_UNSHARDED, F_OVERLAP, F_TRACE, F_TRACE_STEPS,
+  F_NUM_FLAGS
 };
 
 static const char *const FLAG_NAMES[F_NUM_FLAGS] = {
@@ -48,7 +51,9 @@ static const char *const FLAG_NAMES[F_NUM_FLAGS] = {
   [F_GRAD_CLIP] = "--grad-clip", [F_BETA1] = "--beta1", [F_BETA2] = "--beta2", [F_EPS] = "--eps",
   [F_SEED] = "--seed", [F_DATA] = "--data", [F_DATA_FORMAT] = "--data-format",
   [F_VAL_FRACTION] = "--val-fraction", [F_VAL_EVERY] = "--val-every", [F_VAL_BATCHES] = "--val-batches",
-  [F_LOG] = "--log", [F_SHARDING] = "--sharding",
+  [F_LOG] = "--log", [F_SHARDING] = "--sharding", [F_PREFETCH] = "--prefetch",
+  [F_BACKWARD_PREFETCH] = "--backward-prefetch", [F_MAX_UNSHARDED] = "--max-unsharded", [F_OVERLAP] = "--overlap",
+  [F_TRACE] = "--trace", [F_TRACE_STEPS] = "--trace-steps",
 };
 
 struct flag_arg {
@@ -137,6 +142,32 @@ static enum sharding_strategy parse_sharding(const char *text) {
   return (enum sharding_strategy)s;
 }
 
+static enum backward_prefetch parse_backward_prefetch(const char *text) {
+  int p = backward_prefetch_parse(text);
+  if (p < 0) fsdp_fatal("--backward-prefetch: unknown mode '%s' (known: pre, post, none)", text);
+  return (enum backward_prefetch)p;
+}
+
+static int parse_on_off(const char *flag, const char *text) {
+  if (strcmp(text, "on") == 0) return 1;
+  if (strcmp(text, "off") == 0) return 0;
+  fsdp_fatal("%s: must be on or off, got '%s'", flag, text);
+}
+
+/* "A:B", 1 <= A <= B: the steps a profile trace covers. */
+static void parse_step_range(const char *flag, const char *text, int *first, int *last) {
+  const char *colon = strchr(text, ':');
+  if (!colon) fsdp_fatal("%s: expected FIRST:LAST (e.g. 2:4), got '%s'", flag, text);
+  char first_text[32];
+  size_t n = (size_t)(colon - text);
+  if (n >= sizeof first_text) fsdp_fatal("%s: '%s' is not a step range", flag, text);
+  memcpy(first_text, text, n);
+  first_text[n] = '\0';
+  *first = parse_positive_int(flag, first_text);
+  *last = parse_positive_int(flag, colon + 1);
+  if (*last < *first) fsdp_fatal("%s: the last step %d comes before the first %d", flag, *last, *first);
+}
+
 static void apply_model(struct train_options *o, const char *name) {
   if (!gpt2_config_preset(name, &o->gpt2))
     fsdp_fatal("--model: unknown model '%s' (known: %s)", name, gpt2_preset_names());
@@ -165,6 +196,8 @@ static void set_defaults(struct train_options *o) {
   o->val_every = DEFAULT_VAL_EVERY;
   o->val_batches = DEFAULT_VAL_BATCHES;
   o->sharding = SHARD_FULL;
+  o->overlap = FSDP_OVERLAP_DEFAULT;
+  o->trace_first = 0; /* resolved once --steps is final */
 }
 
 static int find_flag(const char *name, size_t name_len) {
@@ -231,6 +264,12 @@ static void apply_flag(struct train_options *o, enum flag_id id, const char *v) 
     case F_VAL_BATCHES: o->val_batches = parse_positive_int(flag, v); break;
     case F_LOG: o->log_path = v; break;
     case F_SHARDING: o->sharding = parse_sharding(v); break;
+    case F_PREFETCH: o->overlap.prefetch = parse_nonnegative_int(flag, v); break;
+    case F_BACKWARD_PREFETCH: o->overlap.backward_prefetch = parse_backward_prefetch(v); break;
+    case F_MAX_UNSHARDED: o->overlap.max_unsharded = parse_positive_int(flag, v); break;
+    case F_OVERLAP: o->overlap.blocking = !parse_on_off(flag, v); break;
+    case F_TRACE: o->trace_path = v; break;
+    case F_TRACE_STEPS: parse_step_range(flag, v, &o->trace_first, &o->trace_last); break;
     case F_NUM_FLAGS: FSDP_CHECK(!"not a flag"); break;
   }
 }
@@ -247,6 +286,12 @@ static void resolve_and_check(struct train_options *o) {
                o->gpt2.max_seq_len);
   if (o->min_lr < 0.0f) o->min_lr = o->lr / MIN_LR_DIVISOR;
   if (o->min_lr > o->lr) fsdp_fatal("--min-lr: %g exceeds --lr %g", o->min_lr, o->lr);
+  if (o->trace_first == 0) {
+    o->trace_first = DEFAULT_TRACE_FIRST < o->steps ? DEFAULT_TRACE_FIRST : o->steps;
+    o->trace_last = DEFAULT_TRACE_LAST < o->steps ? DEFAULT_TRACE_LAST : o->steps;
+  } else if (o->trace_last > o->steps) {
+    fsdp_fatal("--trace-steps: step %d is past the last step %d (--steps)", o->trace_last, o->steps);
+  }
 }
 
 /* argv[0] is the command name ("train"), as in main's argv, so that the same argv
@@ -279,6 +324,15 @@ void train_options_print_help(void) {
   printf("  --vocab-size N          vocabulary size; every token id must be below it (default: from the preset)\n");
   printf("  --block-size N          the model's max_seq_len, rows of the position embedding (default: from the preset)\n");
   printf("  --sharding S            full (ZeRO-3), grad-op (ZeRO-2) or none (DDP) (default full)\n");
+  printf("\noverlap of communication with compute:\n");
+  printf("  --prefetch N            units ahead whose all-gather runs during a forward (default %d)\n",
+         FSDP_OVERLAP_DEFAULT.prefetch);
+  printf("  --backward-prefetch M   gather the next unit of the backward before (pre) or after (post) a unit's\n"
+         "                          gradient computation, or not ahead at all (none) (default %s)\n",
+         backward_prefetch_name(FSDP_OVERLAP_DEFAULT.backward_prefetch));
+  printf("  --max-unsharded N       units (the root aside) gathered at once under full sharding (default %d)\n",
+         FSDP_OVERLAP_DEFAULT.max_unsharded);
+  printf("  --overlap on|off        off: wait for every collective as soon as it is launched (default on)\n");
   printf("\nbatch and schedule:\n");
   printf("  --seq-len T             tokens per sequence (default %d, or the model's max_seq_len if smaller)\n",
          DEFAULT_SEQ_LEN);
@@ -307,5 +361,8 @@ void train_options_print_help(void) {
   printf("  --val-batches N         batches per validation (default %d)\n", DEFAULT_VAL_BATCHES);
   printf("\noutput:\n");
   printf("  --log FILE              metrics, one JSON object per step (default: none)\n");
+  printf("  --trace FILE            Chrome trace JSON of --trace-steps (ui.perfetto.dev, chrome://tracing)\n");
+  printf("  --trace-steps A:B       the steps the trace covers (default %d:%d, or the last step if fewer)\n",
+         DEFAULT_TRACE_FIRST, DEFAULT_TRACE_LAST);
   printf("  -h, --help              this text\n");
 }

@@ -25,6 +25,10 @@ static void write_json_line(FILE *log, const char *log_path, const struct step_m
   cJSON_AddNumberToObject(o, "lr", m->lr);
   cJSON_AddNumberToObject(o, "step_ms", m->step_ms);
   cJSON_AddNumberToObject(o, "tokens_per_s", m->tokens_per_s);
+  cJSON_AddNumberToObject(o, "comm_ms", m->comm_ms);
+  cJSON_AddNumberToObject(o, "all_gather_ms", m->all_gather_ms);
+  cJSON_AddNumberToObject(o, "reduce_scatter_ms", m->reduce_scatter_ms);
+  cJSON_AddNumberToObject(o, "exposed_comm_ms", m->exposed_comm_ms);
   cJSON_AddNumberToObject(o, "mem_peak_bytes", (double)m->mem_peak_bytes);
   if (!isnan(m->val_loss)) cJSON_AddNumberToObject(o, "val_loss", m->val_loss);
   cJSON *categories = cJSON_AddObjectToObject(o, "mem_peak_bytes_by_category");
@@ -40,9 +44,10 @@ static void write_json_line(FILE *log, const char *log_path, const struct step_m
 void metrics_report_step(FILE *log, const char *log_path, const struct step_metrics *m) {
   char val[48] = "";
   if (!isnan(m->val_loss)) snprintf(val, sizeof val, " | val loss %.4f", m->val_loss);
-  fsdp_log_info("step %5d/%d | loss %.4f | grad norm %.4f | lr %.3e | %.1f ms | %.0f tok/s | peak %.1f MiB/rank%s",
-                m->step, m->steps, m->loss, m->grad_norm, m->lr, m->step_ms, m->tokens_per_s,
-                mib(m->mem_peak_bytes), val);
+  fsdp_log_info("step %5d/%d | loss %.4f | grad norm %.4f | lr %.3e | %.1f ms | %.0f tok/s | comm %.1f ms, "
+                "exposed %.1f ms | peak %.1f MiB/rank%s",
+                m->step, m->steps, m->loss, m->grad_norm, m->lr, m->step_ms, m->tokens_per_s, m->comm_ms,
+                m->exposed_comm_ms, mib(m->mem_peak_bytes), val);
   if (log) write_json_line(log, log_path, m);
 }
 

@@ -6,6 +6,7 @@
 #include "fsdp/error.h"
 #include "fsdp/log.h"
 #include "fsdp/timer.h"
+#include "fsdp/trace.h"
 
 /* Validation batches are drawn from their own index range so they never
  * coincide with the training batches' random streams. */
@@ -46,7 +47,8 @@ static void setup(struct trainer *t) {
   fsdp_log_info("data: %s, %zu tokens (%zu train, %zu val)", o->data, t->data.n_tokens, t->train.n_tokens,
                 t->val.n_tokens);
 
-  fsdp_model_init(&t->fsdp, t->world, o->sharding);
+  if (o->trace_path && t->rank == 0) trace_file_check_writable(o->trace_path);
+  fsdp_model_init(&t->fsdp, t->world, o->sharding, &o->overlap);
   gpt2_create(&t->model, &o->gpt2, &t->fsdp, t->B, t->T);
   fsdp_model_init_params(&t->fsdp, o->seed);
   fsdp_log_info("model: %s, %d layers, %d heads, %d embd, vocab %d, %zu parameters in %d units",
@@ -54,6 +56,12 @@ static void setup(struct trainer *t) {
                 fsdp_model_numel(&t->fsdp), t->fsdp.n_units);
   fsdp_log_info("fsdp: %d ranks, sharding %s, batch %d x %d per rank (%d tokens per step)", t->world_size,
                 sharding_strategy_name(o->sharding), t->B, t->T, t->B * t->T * t->world_size);
+  if (o->overlap.blocking)
+    fsdp_log_info("overlap: off (every collective waited for as soon as it is launched)");
+  else
+    fsdp_log_info("overlap: prefetch %d unit(s) ahead in forward, backward prefetch %s, at most %d units unsharded",
+                  o->overlap.prefetch, backward_prefetch_name(o->overlap.backward_prefetch),
+                  o->overlap.max_unsharded);
   struct mem_stats mem;
   mem_get_stats(&mem);
   metrics_print_memory("after model creation", &mem, 0);
@@ -76,8 +84,24 @@ static double validation_loss(struct trainer *t) {
   return fsdp_model_mean_across_ranks(&t->fsdp, sum / t->opt.val_batches);
 }
 
+/* Ranks start the trace together, so that their time zero is the same moment. */
+static void start_trace(struct trainer *t) {
+  comm_barrier(t->world);
+  trace_clock_start();
+  trace_enable(1);
+}
+
+static void finish_trace(struct trainer *t) {
+  trace_enable(0);
+  trace_file_write(t->opt.trace_path, t->world);
+  trace_clear();
+  fsdp_log_info("trace of steps %d to %d written to %s", t->opt.trace_first, t->opt.trace_last, t->opt.trace_path);
+}
+
 static void train_step(struct trainer *t, int step, struct step_metrics *m) {
   const struct train_options *o = &t->opt;
+  struct fsdp_comm_times comm;
+  fsdp_model_take_comm_times(&t->fsdp, &comm); /* starts the step's count */
   double start = time_now_ms();
   mem_reset_peaks();
   float lr = lr_warmup_cosine(step - 1, o->warmup, o->steps, o->lr, o->min_lr);
@@ -88,20 +112,22 @@ static void train_step(struct trainer *t, int step, struct step_metrics *m) {
   fsdp_model_clip_grads(&t->fsdp, norm, o->grad_clip);
   struct adamw_config adamw = {lr, o->beta1, o->beta2, o->eps, o->weight_decay};
   fsdp_model_adamw_step(&t->fsdp, &adamw, step);
-  double loss = fsdp_model_mean_across_ranks(&t->fsdp, t->model.mean_loss);
   double step_ms = time_now_ms() - start;
+  fsdp_model_take_comm_times(&t->fsdp, &comm);
 
   mem_get_stats(&m->mem);
-  double peak = (double)m->mem.total_peak;
-  comm_all_reduce(t->world, &peak, 1, COMM_F64, COMM_MAX);
+  m->loss = fsdp_model_mean_across_ranks(&t->fsdp, t->model.mean_loss);
+  m->mem_peak_bytes = (size_t)fsdp_model_max_across_ranks(&t->fsdp, (double)m->mem.total_peak);
+  m->comm_ms = comm.all_gather_ms + comm.reduce_scatter_ms;
+  m->all_gather_ms = comm.all_gather_ms;
+  m->reduce_scatter_ms = comm.reduce_scatter_ms;
+  m->exposed_comm_ms = comm.exposed_ms;
   m->step = step;
   m->steps = o->steps;
-  m->loss = loss;
   m->grad_norm = norm;
   m->lr = lr;
   m->step_ms = step_ms;
   m->tokens_per_s = (double)t->B * t->T * t->world_size / (step_ms / 1000.0);
-  m->mem_peak_bytes = (size_t)peak;
   int validate = t->val.n_tokens && o->val_every && (step % o->val_every == 0 || step == o->steps);
   m->val_loss = validate ? validation_loss(t) : NAN;
 }
@@ -125,7 +151,9 @@ int fsdp_train_main(int argc, char **argv) {
   setup(&t);
   for (int step = 1; step <= t.opt.steps; step++) {
     struct step_metrics m;
+    if (t.opt.trace_path && step == t.opt.trace_first) start_trace(&t);
     train_step(&t, step, &m);
+    if (t.opt.trace_path && step == t.opt.trace_last) finish_trace(&t);
     metrics_report_step(t.log, t.opt.log_path, &m);
     if (step == 1) metrics_print_memory("in the first step", &m.mem, 1);
   }

@@ -3,13 +3,15 @@
 #include "fsdp/comm.h"
 
 #include <limits.h>
-#include <mpi.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "fsdp/error.h"
 #include "fsdp/log.h"
+#include "fsdp/stream.h"
+#include "mpi_call.h"
 
 struct comm_group {
   MPI_Comm comm;
@@ -30,18 +32,40 @@ static const char *thread_level_name(int level) {
   }
 }
 
-/* Ends the job on any MPI failure; fsdp_fatal puts the rank in front of the message
- * once the job has more than one. */
-static void check_mpi(int rc, const char *call) {
+pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* fsdp_fatal puts the rank in front of the message once the job has more than one. */
+void mpi_check(int rc, const char *call) {
   if (rc == MPI_SUCCESS) return;
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
+  pthread_mutex_lock(&mpi_lock);
   if (MPI_Error_string(rc, text, &length) != MPI_SUCCESS) length = 0;
+  pthread_mutex_unlock(&mpi_lock);
   text[length] = '\0';
   fsdp_fatal("%s failed: %s", call, length ? text : "(no error text)");
 }
 
-/* A failed query counts as "not running" rather than going through check_mpi:
+/* Open MPI's own waits spin on a core until the peers arrive. The comm streams'
+ * threads share the cores with the compute thread (and, on one machine, with the
+ * other ranks), so a wait spins only briefly, then sleeps between polls; each
+ * MPI_Test also moves the transfers forward. */
+void mpi_wait(MPI_Request *request, const char *call) {
+  enum { SPIN_POLLS = 64 };
+  const long MIN_SLEEP_NS = 5000, MAX_SLEEP_NS = 100000;
+  long sleep_ns = MIN_SLEEP_NS;
+  for (int polls = 0;; polls++) {
+    int done = 0;
+    MPI_CALL(call, MPI_Test(request, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    if (polls < SPIN_POLLS) continue;
+    struct timespec pause = {0, sleep_ns};
+    nanosleep(&pause, NULL);
+    if (sleep_ns < MAX_SLEEP_NS) sleep_ns *= 2;
+  }
+}
+
+/* A failed query counts as "not running" rather than going through mpi_check:
  * this is called on the way down from fsdp_fatal itself. */
 static bool mpi_is_running(void) {
   int initialised = 0, finalised = 0;
@@ -58,32 +82,31 @@ static void abort_job(int exit_code) {
 
 static void open_group(struct comm_group *g, MPI_Comm comm, const char *name) {
   g->comm = comm;
-  /* Return codes instead of MPI's default abort, so that failures reach check_mpi
+  /* Return codes instead of MPI's default abort, so that failures reach mpi_check
    * and name the call that failed. */
-  check_mpi(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), name);
-  check_mpi(MPI_Comm_rank(comm, &g->rank), "MPI_Comm_rank");
-  check_mpi(MPI_Comm_size(comm, &g->size), "MPI_Comm_size");
+  MPI_CALL(name, MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
+  MPI_CALL("MPI_Comm_rank", MPI_Comm_rank(comm, &g->rank));
+  MPI_CALL("MPI_Comm_size", MPI_Comm_size(comm, &g->size));
 }
 
 void comm_init(int *argc, char ***argv) {
   if (world_group.comm != MPI_COMM_NULL) return; /* MPI starts only once per process */
   int provided = MPI_THREAD_SINGLE;
-  check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+  MPI_CALL("MPI_Init_thread", MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided));
   open_group(&world_group, MPI_COMM_WORLD, "MPI_Comm_set_errhandler(MPI_COMM_WORLD)");
   open_group(&self_group, MPI_COMM_SELF, "MPI_Comm_set_errhandler(MPI_COMM_SELF)");
   fsdp_log_set_rank(world_group.rank, world_group.size);
   fsdp_set_abort_handler(abort_job);
-  /* Asked for now so that the comm streams of DESIGN.md, which call collectives
-   * from worker threads, need no change here. */
-  if (provided < MPI_THREAD_MULTIPLE)
-    fsdp_fatal("MPI provides %s but fsdp needs MPI_THREAD_MULTIPLE "
+  /* The comm streams call MPI from their own threads, one call at a time (mpi_lock). */
+  if (provided < MPI_THREAD_SERIALIZED)
+    fsdp_fatal("MPI provides %s but fsdp needs MPI_THREAD_SERIALIZED "
                "(is Open MPI built with thread support?)",
                thread_level_name(provided));
 }
 
 void comm_finalize(void) {
   if (!mpi_is_running()) return;
-  check_mpi(MPI_Finalize(), "MPI_Finalize");
+  MPI_CALL("MPI_Finalize", MPI_Finalize());
 }
 
 static struct comm_group *started_group(struct comm_group *g, const char *caller) {
@@ -158,15 +181,23 @@ void comm_all_gather(struct comm_group *g, const void *send, void *recv, size_t 
   uintptr_t own_slice = (uintptr_t)recv + (size_t)g->rank * count * comm_dtype_size(dtype);
   const void *mpi_send = (uintptr_t)send == own_slice ? MPI_IN_PLACE : send;
   MPI_Datatype type = mpi_datatype(dtype);
-  check_mpi(MPI_Allgather(mpi_send, n, type, recv, n, type, g->comm), "MPI_Allgather");
+  MPI_Request request;
+  MPI_CALL("MPI_Iallgather", MPI_Iallgather(mpi_send, n, type, recv, n, type, g->comm, &request));
+  mpi_wait(&request, "MPI_Iallgather");
 }
+
+static enum comm_reduce_scatter_algorithm reduce_scatter_algorithm = COMM_RS_AUTO;
+
+void comm_set_reduce_scatter_algorithm(enum comm_reduce_scatter_algorithm a) { reduce_scatter_algorithm = a; }
 
 void comm_reduce_scatter(struct comm_group *g, const void *send, void *recv, size_t count,
                          enum comm_dtype dtype, enum comm_reduce_op op) {
   int n = mpi_count(count, "comm_reduce_scatter");
   MPI_Op mop = mpi_op(op, dtype, "comm_reduce_scatter");
-  check_mpi(MPI_Reduce_scatter_block(send, recv, n, mpi_datatype(dtype), mop, g->comm),
-            "MPI_Reduce_scatter_block");
+  MPI_Request request;
+  MPI_CALL("MPI_Ireduce_scatter_block",
+           MPI_Ireduce_scatter_block(send, recv, n, mpi_datatype(dtype), mop, g->comm, &request));
+  mpi_wait(&request, "MPI_Ireduce_scatter_block");
   if (op == COMM_AVG) divide_by_size(recv, count, dtype, g->size);
 }
 
@@ -174,19 +205,114 @@ void comm_all_reduce(struct comm_group *g, void *buf, size_t count, enum comm_dt
                      enum comm_reduce_op op) {
   int n = mpi_count(count, "comm_all_reduce");
   MPI_Op mop = mpi_op(op, dtype, "comm_all_reduce");
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf, n, mpi_datatype(dtype), mop, g->comm),
-            "MPI_Allreduce");
+  MPI_Request request;
+  MPI_CALL("MPI_Iallreduce", MPI_Iallreduce(MPI_IN_PLACE, buf, n, mpi_datatype(dtype), mop, g->comm, &request));
+  mpi_wait(&request, "MPI_Iallreduce");
   if (op == COMM_AVG) divide_by_size(buf, count, dtype, g->size);
 }
 
 void comm_broadcast(struct comm_group *g, void *buf, size_t bytes, int root) {
   int n = mpi_count(bytes, "comm_broadcast");
-  check_mpi(MPI_Bcast(buf, n, MPI_BYTE, root, g->comm), "MPI_Bcast");
+  MPI_Request request;
+  MPI_CALL("MPI_Ibcast", MPI_Ibcast(buf, n, MPI_BYTE, root, g->comm, &request));
+  mpi_wait(&request, "MPI_Ibcast");
 }
 
-void comm_barrier(struct comm_group *g) { check_mpi(MPI_Barrier(g->comm), "MPI_Barrier"); }
+void comm_barrier(struct comm_group *g) {
+  MPI_Request request;
+  MPI_CALL("MPI_Ibarrier", MPI_Ibarrier(g->comm, &request));
+  mpi_wait(&request, "MPI_Ibarrier");
+}
+
+struct comm_group *comm_group_dup(struct comm_group *g, const char *name) {
+  struct comm_group *dup = fsdp_xmalloc(sizeof *dup);
+  MPI_Comm comm;
+  MPI_Request request;
+  MPI_CALL("MPI_Comm_idup", MPI_Comm_idup(g->comm, &comm, &request));
+  mpi_wait(&request, "MPI_Comm_idup");
+  MPI_CALL("MPI_Comm_set_name", MPI_Comm_set_name(comm, name));
+  open_group(dup, comm, "MPI_Comm_set_errhandler");
+  return dup;
+}
+
+void comm_group_free(struct comm_group *g) {
+  MPI_CALL("MPI_Comm_free", MPI_Comm_free(&g->comm));
+  free(g);
+}
+
+/* What a collective launched on a stream needs, copied into the stream's queue. */
+struct collective {
+  enum { ALL_GATHER, REDUCE_SCATTER, ALL_REDUCE } kind;
+  struct comm_group *group;
+  const void *send;
+  void *recv;
+  size_t count;
+  enum comm_dtype dtype;
+  enum comm_reduce_op op;
+};
+
+static void run_collective(void *arg) {
+  const struct collective *c = arg;
+  switch (c->kind) {
+    case ALL_GATHER: comm_all_gather(c->group, c->send, c->recv, c->count, c->dtype); break;
+    case REDUCE_SCATTER: comm_reduce_scatter(c->group, c->send, c->recv, c->count, c->dtype, c->op); break;
+    case ALL_REDUCE: comm_all_reduce(c->group, c->recv, c->count, c->dtype, c->op); break;
+  }
+}
+
+void comm_all_gather_async(struct comm_group *g, struct stream *s, const char *label, const void *send,
+                           void *recv, size_t count, enum comm_dtype dtype) {
+  struct collective c = {ALL_GATHER, g, send, recv, count, dtype, COMM_SUM};
+  stream_launch(s, label, run_collective, &c, sizeof c);
+}
+
+void comm_reduce_scatter_async(struct comm_group *g, struct stream *s, const char *label, const void *send,
+                               void *recv, size_t count, enum comm_dtype dtype, enum comm_reduce_op op) {
+  struct collective c = {REDUCE_SCATTER, g, send, recv, count, dtype, op};
+  stream_launch(s, label, run_collective, &c, sizeof c);
+}
+
+void comm_all_reduce_async(struct comm_group *g, struct stream *s, const char *label, void *buf, size_t count,
+                           enum comm_dtype dtype, enum comm_reduce_op op) {
+  struct collective c = {ALL_REDUCE, g, NULL, buf, count, dtype, op};
+  stream_launch(s, label, run_collective, &c, sizeof c);
+}
+
+void *comm_gather_bytes(struct comm_group *g, const void *send, size_t bytes, int root, size_t *total_bytes) {
+  int n = mpi_count(bytes, "comm_gather_bytes");
+  int *counts = NULL, *displs = NULL;
+  char *all = NULL;
+  if (g->rank == root) {
+    counts = fsdp_xcalloc((size_t)g->size, sizeof *counts);
+    displs = fsdp_xcalloc((size_t)g->size, sizeof *displs);
+  }
+  MPI_Request request;
+  MPI_CALL("MPI_Igather", MPI_Igather(&n, 1, MPI_INT, counts, 1, MPI_INT, root, g->comm, &request));
+  mpi_wait(&request, "MPI_Igather");
+  if (g->rank == root) {
+    size_t total = 0;
+    for (int r = 0; r < g->size; r++) {
+      displs[r] = mpi_count(total, "comm_gather_bytes (total)");
+      total += (size_t)counts[r];
+    }
+    mpi_count(total, "comm_gather_bytes (total)");
+    all = fsdp_xmalloc(total ? total : 1);
+    *total_bytes = total;
+  }
+  MPI_CALL("MPI_Igatherv", MPI_Igatherv(send, n, MPI_BYTE, all, counts, displs, MPI_BYTE, root, g->comm, &request));
+  mpi_wait(&request, "MPI_Igatherv");
+  free(counts);
+  free(displs);
+  return all;
+}
 
 void comm_abort(int exit_code) {
+  /* Taken if it can be: another thread may be inside MPI, and MPI_Abort would then
+   * break the one-call-at-a-time rule; a moment later the job ends anyway. */
+  for (int tries = 0; tries < 1000 && pthread_mutex_trylock(&mpi_lock) != 0; tries++) {
+    struct timespec pause = {0, 1000000};
+    nanosleep(&pause, NULL);
+  }
   if (mpi_is_running()) MPI_Abort(MPI_COMM_WORLD, exit_code);
   exit(exit_code); /* MPI_Abort should not return; this keeps the _Noreturn promise */
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "fsdp/error.h"
+#include "fsdp/trace.h"
 
 /* Each block carries a header with its size and category so that mem_free needs
  * only the pointer; the header is padded to keep the payload 64-byte aligned. */
@@ -22,6 +23,17 @@ static const unsigned BLOCK_MAGIC = 0xf5d9a11cu;
 static pthread_mutex_t tracker_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mem_stats stats;
 
+static const char *const CATEGORY_NAMES[MEM_NUM_CATEGORIES] = {
+    "sharded_params", "unsharded_params", "sharded_grads", "unsharded_grads",
+    "optimizer",      "activations",      "comm",          "other"};
+
+/* A profile trace gets the bytes of every category after each change (a counter track). */
+static void trace_memory(const struct mem_stats *now) {
+  double values[MEM_NUM_CATEGORIES];
+  for (int c = 0; c < MEM_NUM_CATEGORIES; c++) values[c] = (double)now->current[c];
+  trace_counter("memory", MEM_NUM_CATEGORIES, CATEGORY_NAMES, values);
+}
+
 static void account(int category, size_t bytes, int sign) {
   pthread_mutex_lock(&tracker_lock);
   if (sign > 0) {
@@ -33,7 +45,9 @@ static void account(int category, size_t bytes, int sign) {
     stats.current[category] -= bytes;
     stats.total_current -= bytes;
   }
+  struct mem_stats now = stats;
   pthread_mutex_unlock(&tracker_lock);
+  if (trace_enabled()) trace_memory(&now);
 }
 
 void *mem_alloc(size_t bytes, enum mem_category category) {
@@ -79,8 +93,5 @@ void mem_reset_peaks(void) {
 }
 
 const char *mem_category_name(enum mem_category category) {
-  static const char *names[MEM_NUM_CATEGORIES] = {
-      "sharded_params", "unsharded_params", "sharded_grads", "unsharded_grads",
-      "optimizer",      "activations",      "comm",          "other"};
-  return category >= 0 && category < MEM_NUM_CATEGORIES ? names[category] : "unknown";
+  return category >= 0 && category < MEM_NUM_CATEGORIES ? CATEGORY_NAMES[category] : "unknown";
 }

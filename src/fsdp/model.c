@@ -6,11 +6,23 @@
 
 #include "fsdp/comm.h"
 #include "fsdp/error.h"
+#include "fsdp/stream.h"
+#include "fsdp/trace.h"
 
-void fsdp_model_init(struct fsdp_model *m, struct comm_group *group, enum sharding_strategy strategy) {
+void fsdp_model_init(struct fsdp_model *m, struct comm_group *group, enum sharding_strategy strategy,
+                     const struct fsdp_overlap *overlap) {
   memset(m, 0, sizeof *m);
   m->group = group;
   m->strategy = strategy;
+  m->overlap = overlap ? *overlap : FSDP_OVERLAP_DEFAULT;
+  FSDP_CHECK(m->overlap.prefetch >= 0 && m->overlap.max_unsharded >= 1);
+  if (m->overlap.blocking) {
+    m->overlap.prefetch = 0;
+    m->overlap.backward_prefetch = BACKWARD_PREFETCH_NONE;
+  }
+  fsdp_streams_init(&m->streams, group);
+  m->streams.blocking = m->overlap.blocking;
+  m->collective_done = event_create();
 }
 
 void fsdp_model_free(struct fsdp_model *m) {
@@ -19,15 +31,16 @@ void fsdp_model_free(struct fsdp_model *m) {
     free(m->units[i]);
   }
   m->n_units = 0;
+  event_destroy(m->collective_done);
+  fsdp_streams_free(&m->streams);
 }
 
 struct fsdp_unit *fsdp_model_add_unit(struct fsdp_model *m, const char *name, const struct param_spec *specs,
                                       int n_params, int is_root) {
   if (m->n_units == FSDP_MAX_UNITS) fsdp_fatal("a model may have at most %d units", FSDP_MAX_UNITS);
+  FSDP_CHECK(!is_root || m->n_units == 0);
   struct fsdp_unit *u = fsdp_xmalloc(sizeof *u);
-  /* The root's parameters are needed again right at the start of the backward
-   * (the tied head), so resharding it after forward would only gather it twice. */
-  fsdp_unit_init(u, name, m->n_units, specs, n_params, m->group, m->strategy, !is_root);
+  fsdp_unit_init(u, name, m->n_units, specs, n_params, m->group, &m->streams, m->strategy, is_root);
   m->units[m->n_units++] = u;
   return u;
 }
@@ -67,11 +80,20 @@ static void add_grad_squares(const struct owned_run *run, void *ctx) {
   *(double *)ctx += sum;
 }
 
+/* On the reduce-scatter stream, after the gradient reductions, and waited for. */
+static void all_reduce_now(struct fsdp_model *m, double *value, enum comm_reduce_op op, const char *label) {
+  struct fsdp_streams *s = &m->streams;
+  comm_all_reduce_async(s->reduce_scatter_group, s->reduce_scatter, label, value, 1, COMM_F64, op);
+  event_record(m->collective_done, s->reduce_scatter);
+  fsdp_streams_wait(s, m->collective_done, label);
+}
+
 double fsdp_model_grad_norm(struct fsdp_model *m) {
+  fsdp_model_wait_for_grads(m);
   double sum = 0.0;
   for_each_owned_run(m, add_grad_squares, &sum);
   /* Replicated gradients are already whole on every rank. */
-  if (m->strategy != SHARD_NONE) comm_all_reduce(m->group, &sum, 1, COMM_F64, COMM_SUM);
+  if (m->strategy != SHARD_NONE) all_reduce_now(m, &sum, COMM_SUM, "all-reduce grad norm");
   return sqrt(sum);
 }
 
@@ -81,6 +103,7 @@ static void scale_grads(const struct owned_run *run, void *ctx) {
 }
 
 float fsdp_model_clip_grads(struct fsdp_model *m, double norm, double max_norm) {
+  fsdp_model_wait_for_grads(m);
   if (max_norm <= 0.0 || norm <= max_norm) return 1.0f;
   /* The same epsilon as torch.nn.utils.clip_grad_norm_. */
   float scale = (float)(max_norm / (norm + 1e-6));
@@ -112,17 +135,38 @@ static void adamw_update(const struct owned_run *run, void *ctx) {
 
 void fsdp_model_adamw_step(struct fsdp_model *m, const struct adamw_config *cfg, int step) {
   FSDP_CHECK(step >= 1);
+  fsdp_model_wait_for_grads(m);
+  double begin = trace_enabled() ? trace_now_us() : 0.0;
   struct adamw_step_args args = {
       .cfg = cfg,
       .bias_correction1 = 1.0f - powf(cfg->beta1, (float)step),
       .bias_correction2_sqrt = sqrtf(1.0f - powf(cfg->beta2, (float)step)),
   };
   for_each_owned_run(m, adamw_update, &args);
+  if (trace_enabled()) trace_span(trace_track(stream_name(m->streams.compute)), "optimizer", begin, trace_now_us());
 }
 
 double fsdp_model_mean_across_ranks(struct fsdp_model *m, double value) {
-  comm_all_reduce(m->group, &value, 1, COMM_F64, COMM_AVG);
+  all_reduce_now(m, &value, COMM_AVG, "all-reduce mean");
   return value;
+}
+
+double fsdp_model_max_across_ranks(struct fsdp_model *m, double value) {
+  all_reduce_now(m, &value, COMM_MAX, "all-reduce max");
+  return value;
+}
+
+void fsdp_model_take_comm_times(struct fsdp_model *m, struct fsdp_comm_times *out) {
+  struct stream_times gather, reduce, compute;
+  stream_get_times(m->streams.all_gather, &gather);
+  stream_get_times(m->streams.reduce_scatter, &reduce);
+  stream_get_times(m->streams.compute, &compute);
+  out->all_gather_ms = gather.busy_ms;
+  out->reduce_scatter_ms = reduce.busy_ms;
+  out->exposed_ms = compute.blocked_ms;
+  stream_reset_times(m->streams.all_gather);
+  stream_reset_times(m->streams.reduce_scatter);
+  stream_reset_times(m->streams.compute);
 }
 
 size_t fsdp_model_numel(const struct fsdp_model *m) {
@@ -137,12 +181,16 @@ size_t fsdp_model_sharded_state_bytes(const struct fsdp_model *m) {
   return 4 * elements * sizeof(float);
 }
 
-static const char *const strategy_names[] = {"full", "grad-op", "none"};
-
-const char *sharding_strategy_name(enum sharding_strategy s) { return strategy_names[s]; }
-
-int sharding_strategy_parse(const char *name) {
-  for (int s = 0; s < 3; s++)
-    if (strcmp(name, strategy_names[s]) == 0) return s;
+static int name_index(const char *const *names, int n, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(name, names[i]) == 0) return i;
   return -1;
 }
+
+static const char *const strategy_names[] = {"full", "grad-op", "none"};
+static const char *const backward_prefetch_names[] = {"none", "pre", "post"};
+
+const char *sharding_strategy_name(enum sharding_strategy s) { return strategy_names[s]; }
+int sharding_strategy_parse(const char *name) { return name_index(strategy_names, 3, name); }
+const char *backward_prefetch_name(enum backward_prefetch p) { return backward_prefetch_names[p]; }
+int backward_prefetch_parse(const char *name) { return name_index(backward_prefetch_names, 3, name); }

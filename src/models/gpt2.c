@@ -208,14 +208,14 @@ void gpt2_forward(struct gpt2 *model, const int *inputs, const int *targets) {
   memcpy(model->targets, targets, (size_t)N * sizeof(int));
 
   struct fsdp_unit *root = model->root;
-  fsdp_unit_pre_forward(root);
+  fsdp_pre_forward(model->fsdp, root);
   encoder_forward(model->encoded, inputs, fsdp_unit_param(root, ROOT_WTE), fsdp_unit_param(root, ROOT_WPE), B, T,
                   C);
   const float *residual = model->encoded;
   for (int l = 0; l < c->n_layer; l++) {
-    fsdp_unit_pre_forward(model->blocks[l]);
+    fsdp_pre_forward(model->fsdp, model->blocks[l]);
     block_forward(model, l, residual);
-    fsdp_unit_post_forward(model->blocks[l]);
+    fsdp_post_forward(model->fsdp, model->blocks[l]);
     residual = model->acts[l].residual3;
   }
   layernorm_forward(model->lnf, model->lnf_mean, model->lnf_rstd, residual, fsdp_unit_param(root, ROOT_LNF_W),
@@ -223,7 +223,7 @@ void gpt2_forward(struct gpt2 *model, const int *inputs, const int *targets) {
   /* The head is tied: logits = lnf @ wte^T. */
   matmul_forward(model->logits, model->lnf, fsdp_unit_param(root, ROOT_WTE), NULL, N, C, V);
   softmax_crossentropy_forward(model->probs, model->losses, model->logits, targets, N, V);
-  fsdp_unit_post_forward(root);
+  fsdp_post_forward(model->fsdp, root);
 
   double sum = 0.0;
   for (int i = 0; i < N; i++) sum += model->losses[i];
@@ -270,7 +270,7 @@ void gpt2_backward(struct gpt2 *model) {
   size_t NC = (size_t)N * C;
   struct fsdp_unit *root = model->root;
 
-  fsdp_unit_pre_backward(root);
+  fsdp_pre_backward(model->fsdp, root);
   /* The loss is the mean over the N tokens of this rank. */
   zero(model->d_logits, (size_t)N * V);
   softmax_crossentropy_backward(model->d_logits, model->probs, model->targets, 1.0f / (float)N, N, V);
@@ -282,11 +282,11 @@ void gpt2_backward(struct gpt2 *model) {
                      model->d_ln, model->acts[L - 1].residual3, fsdp_unit_param(root, ROOT_LNF_W),
                      model->lnf_mean, model->lnf_rstd, N, C);
   for (int l = L - 1; l >= 0; l--) {
-    fsdp_unit_pre_backward(model->blocks[l]);
+    fsdp_pre_backward(model->fsdp, model->blocks[l]);
     block_backward(model, l, l == 0 ? model->encoded : model->acts[l - 1].residual3);
-    fsdp_unit_post_backward(model->blocks[l]);
+    fsdp_post_backward(model->fsdp, model->blocks[l]);
   }
   encoder_backward(fsdp_unit_grad(root, ROOT_WTE), fsdp_unit_grad(root, ROOT_WPE), model->d_residual,
                    model->inputs, B, T, C);
-  fsdp_unit_post_backward(root);
+  fsdp_post_backward(model->fsdp, root);
 }

@@ -1,0 +1,55 @@
+/* Streams and events with CUDA semantics, so that the runtime is written once for
+ * CPU and GPU: work on a stream runs in order; an event marks a point in a stream;
+ * a stream or the host can wait for an event.
+ *
+ * On CPU a worker stream is a thread with a FIFO queue, and an event is a
+ * completion count of the stream it was recorded on. The host stream stands for
+ * the calling thread (the compute stream of the CPU path): work launched on it
+ * runs at once, and a wait on it blocks the caller. */
+#ifndef FSDP_STREAM_H
+#define FSDP_STREAM_H
+
+#include <stddef.h>
+
+struct stream;
+struct event;
+
+enum { STREAM_LABEL_MAX = 96 };
+
+/* A stream with its own worker thread; name names its track in profile traces. */
+struct stream *stream_create(const char *name);
+/* The stream of the calling thread. */
+struct stream *stream_create_host(const char *name);
+/* Waits for the stream's work, then stops its thread. */
+void stream_destroy(struct stream *s);
+const char *stream_name(const struct stream *s);
+
+/* Runs fn(arg) on the stream after all work launched on it before; the arg_bytes
+ * at arg are copied, so arg may live on the caller's stack. label names the work
+ * in profile traces (a span on the stream's track while it runs). */
+void stream_launch(struct stream *s, const char *label, void (*fn)(void *arg), const void *arg, size_t arg_bytes);
+/* Work launched on s after this call starts only once e's recorded point is reached.
+ * On the host stream the caller blocks until then. */
+void stream_wait_event(struct stream *s, struct event *e);
+/* Blocks the caller until all work launched on s so far has run. */
+void stream_synchronize(struct stream *s);
+
+struct event *event_create(void);
+void event_destroy(struct event *e);
+/* Marks the point after all work launched on s so far; recording again moves the mark. */
+void event_record(struct event *e, struct stream *s);
+/* 1 when the recorded point has been reached (or the event was never recorded). */
+int event_query(const struct event *e);
+void event_synchronize(struct event *e);
+
+/* Milliseconds since the stream was created (or last reset) that it spent running
+ * work (worker streams) and that the host stream's thread spent blocked in
+ * stream_wait_event. */
+struct stream_times {
+  double busy_ms;
+  double blocked_ms;
+};
+void stream_get_times(struct stream *s, struct stream_times *out);
+void stream_reset_times(struct stream *s);
+
+#endif

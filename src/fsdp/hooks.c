@@ -1,0 +1,94 @@
+/* The hooks around each unit's forward and backward, and when they launch the
+ * all-gathers of the units that come next (FSDP1's forward and backward prefetch
+ * with its rate limiter): the next unit's gather is in flight while this one
+ * computes, and the number of units unsharded at once stays bounded. */
+#include <stdio.h>
+
+#include "fsdp/runtime.h"
+#include "fsdp/stream.h"
+#include "fsdp/trace.h"
+
+const struct fsdp_overlap FSDP_OVERLAP_DEFAULT = {
+    .prefetch = 1, .backward_prefetch = BACKWARD_PREFETCH_PRE, .max_unsharded = 2, .blocking = 0};
+
+int fsdp_model_units_unsharded(const struct fsdp_model *m) {
+  int n = 0;
+  for (int i = 0; i < m->n_units; i++) n += !m->units[i]->is_root && m->units[i]->state != UNIT_SHARDED;
+  return n;
+}
+
+static void trace_unsharded_units(const struct fsdp_model *m) {
+  if (!trace_enabled()) return;
+  static const char *const series[] = {"units"};
+  double units = fsdp_model_units_unsharded(m);
+  trace_counter("unsharded units", 1, series, &units);
+}
+
+/* The unit k places after u in forward order, or NULL. */
+static struct fsdp_unit *forward_next(struct fsdp_model *m, const struct fsdp_unit *u, int k) {
+  return u->id + k < m->n_units ? m->units[u->id + k] : NULL;
+}
+
+/* The unit whose backward comes after u's has begun: the root wraps the others,
+ * so after it comes the last unit, and after any other unit the one before it. */
+static struct fsdp_unit *backward_next(struct fsdp_model *m, const struct fsdp_unit *u) {
+  int next = u->is_root ? m->n_units - 1 : u->id - 1;
+  return next >= 0 && next != u->id && !m->units[next]->is_root ? m->units[next] : NULL;
+}
+
+/* Under grad-op every unit stays gathered from its forward to its backward by
+ * design, so only full sharding is held to the limit. */
+static void prefetch(struct fsdp_model *m, struct fsdp_unit *u) {
+  if (!u || u->state != UNIT_SHARDED) return;
+  if (m->strategy == SHARD_FULL && fsdp_model_units_unsharded(m) >= m->overlap.max_unsharded) return;
+  fsdp_unit_unshard(u);
+}
+
+static void begin_compute(struct fsdp_unit *u) {
+  if (trace_enabled()) u->compute_begin_us = trace_now_us();
+}
+
+static void end_compute(struct fsdp_model *m, struct fsdp_unit *u, const char *pass) {
+  if (!trace_enabled()) return;
+  char name[TRACE_NAME_MAX];
+  snprintf(name, sizeof name, "%s %s", pass, u->name);
+  trace_span(trace_track(stream_name(m->streams.compute)), name, u->compute_begin_us, trace_now_us());
+}
+
+void fsdp_pre_forward(struct fsdp_model *m, struct fsdp_unit *u) {
+  fsdp_unit_unshard(u);
+  for (int k = 1; k <= m->overlap.prefetch; k++) prefetch(m, forward_next(m, u, k));
+  fsdp_unit_wait_unsharded(u);
+  trace_unsharded_units(m);
+  begin_compute(u);
+}
+
+void fsdp_post_forward(struct fsdp_model *m, struct fsdp_unit *u) {
+  end_compute(m, u, "forward");
+  if (u->reshard_after_forward) fsdp_unit_reshard(u);
+  trace_unsharded_units(m);
+}
+
+void fsdp_pre_backward(struct fsdp_model *m, struct fsdp_unit *u) {
+  /* Frees the gradients of the reduce-scatters that have finished meanwhile. */
+  for (int i = 0; i < m->n_units; i++) fsdp_unit_release_grads(m->units[i], 0);
+  fsdp_unit_unshard(u);
+  if (m->overlap.backward_prefetch == BACKWARD_PREFETCH_PRE) prefetch(m, backward_next(m, u));
+  fsdp_unit_wait_unsharded(u);
+  fsdp_unit_begin_grads(u);
+  trace_unsharded_units(m);
+  begin_compute(u);
+}
+
+void fsdp_post_backward(struct fsdp_model *m, struct fsdp_unit *u) {
+  end_compute(m, u, "backward");
+  fsdp_unit_reduce_grads(u);
+  fsdp_unit_reshard(u);
+  /* The root's backward wraps all the others: nothing comes after it. */
+  if (m->overlap.backward_prefetch == BACKWARD_PREFETCH_POST && !u->is_root) prefetch(m, backward_next(m, u));
+  trace_unsharded_units(m);
+}
+
+void fsdp_model_wait_for_grads(struct fsdp_model *m) {
+  for (int i = 0; i < m->n_units; i++) fsdp_unit_release_grads(m->units[i], 1);
+}

@@ -1,0 +1,35 @@
+#include "fsdp/comm.h"
+#include "fsdp/stream.h"
+#include "fsdp/trace.h"
+#include "fsdp/unit.h"
+
+#include <stdio.h>
+
+void fsdp_streams_init(struct fsdp_streams *s, struct comm_group *group) {
+  s->compute = stream_create_host("compute");
+  s->all_gather = stream_create("all-gather");
+  s->reduce_scatter = stream_create("reduce-scatter");
+  s->all_gather_group = comm_group_dup(group, "all-gather");
+  s->reduce_scatter_group = comm_group_dup(group, "reduce-scatter");
+  s->blocking = 0;
+}
+
+void fsdp_streams_free(struct fsdp_streams *s) {
+  stream_destroy(s->all_gather);
+  stream_destroy(s->reduce_scatter);
+  stream_destroy(s->compute);
+  comm_group_free(s->all_gather_group);
+  comm_group_free(s->reduce_scatter_group);
+}
+
+void fsdp_streams_wait(const struct fsdp_streams *s, struct event *e, const char *what) {
+  if (!trace_enabled() || event_query(e)) {
+    stream_wait_event(s->compute, e);
+    return;
+  }
+  double begin = trace_now_us();
+  stream_wait_event(s->compute, e);
+  char name[TRACE_NAME_MAX];
+  snprintf(name, sizeof name, "wait %s", what);
+  trace_span(trace_track(stream_name(s->compute)), name, begin, trace_now_us());
+}

@@ -1,0 +1,111 @@
+#!/bin/sh
+# A rank that dies mid-step (SIGKILL, as the OOM killer does it) must end the whole
+# job within a bounded time, with a message naming that rank, and leave no rank
+# behind waiting in a collective. Usage: rank_death_test.sh path/to/fsdp MPIRUN...
+FSDP=${1:?usage: rank_death_test.sh path/to/fsdp MPIRUN...}
+shift
+START_LIMIT=60  # seconds for the job to reach its first step
+EXIT_LIMIT=30   # seconds for the job to end once rank 1 is dead
+fsdp_exe=$(readlink -f "$FSDP") || exit 2
+tmp=$(mktemp -d) || exit 2
+ranks=""
+
+# Ends whatever this test started that is still running: the ranks first, so that
+# the launcher reaps them, then the launcher.
+cleanup() {
+  launcher=""
+  if [ -s "$tmp/mpirun.pid" ] && [ ! -e "$tmp/status" ]; then
+    launcher=$(cat "$tmp/mpirun.pid")
+    ranks="$ranks $(descendants "$launcher")"
+  fi
+  for p in $ranks; do is_rank "$p" && kill -9 "$p" 2>/dev/null; done
+  [ -n "$launcher" ] && kill -9 "$launcher" 2>/dev/null
+  wait
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 2' INT TERM
+
+fail() {
+  echo "FAIL: $*"
+  echo "--- job output ---"
+  cat "$tmp/out" 2>/dev/null
+  exit 1
+}
+
+# is_rank PID: PID is a live process of this job's fsdp (its rank environment
+# guards against a reused PID; a zombie has no exe and counts as gone).
+is_rank() {
+  [ "$(readlink "/proc/$1/exe" 2>/dev/null)" = "$fsdp_exe" ] &&
+    tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | grep -q '^OMPI_COMM_WORLD_RANK='
+}
+
+# rank_env PID: the rank in PID's environment, or nothing.
+rank_env() { tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | sed -n 's/^OMPI_COMM_WORLD_RANK=//p'; }
+
+# descendants PID: every process below PID (the ranks are the launcher's children
+# here, but a daemon between them would not hide them).
+descendants() {
+  ps -eo pid=,ppid= | awk -v root="$1" '
+    { parent[$1] = $2 }
+    END { for (p in parent) { q = p; while ((q in parent) && q != root && q > 1) q = parent[q]; if (q == root && p != root) print p } }'
+}
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# About 20 KB of word salad: bytes are tokens, so any ASCII text will do.
+awk 'BEGIN {
+  split("the of rank all gather shard reduce scatter step loss model token layer unit stream event", w, " ")
+  srand(7)
+  for (n = 0; n < 20000; n += length(word) + 1) { word = w[int(rand() * 16) + 1]; printf "%s ", word }
+  print ""
+}' >"$tmp/corpus.txt"
+
+# The subshell records the launcher's PID (sh -c execs it) and, once it ends, its status.
+(
+  sh -c 'echo $$ >"$0"; exec "$@"' "$tmp/mpirun.pid" "$@" -np 2 "$FSDP" train --model gpt2-tiny \
+    --data "$tmp/corpus.txt" --steps 100000 --batch-size 2 --seq-len 64 >"$tmp/out" 2>&1
+  echo $? >"$tmp/status"
+) &
+
+start=$(now)
+until grep -q '^step ' "$tmp/out" 2>/dev/null; do
+  [ -e "$tmp/status" ] && fail "the job ended (status $(cat "$tmp/status")) before its first step"
+  [ "$(awk -v t="$(elapsed "$start")" -v l=$START_LIMIT 'BEGIN { print (t > l) }')" = 1 ] &&
+    fail "no step after ${START_LIMIT} s"
+  sleep 0.2
+done
+mpirun_pid=$(cat "$tmp/mpirun.pid")
+
+victim=""
+for p in $(descendants "$mpirun_pid"); do
+  is_rank "$p" || continue
+  ranks="$ranks $p"
+  [ "$(rank_env "$p")" = 1 ] && victim=$p
+done
+[ -n "$victim" ] || fail "no process of the job (launcher PID $mpirun_pid) has OMPI_COMM_WORLD_RANK=1"
+[ "$(echo "$ranks" | wc -w)" -eq 2 ] || fail "expected 2 rank processes under PID $mpirun_pid, found:$ranks"
+
+kill -9 "$victim"
+killed=$(now)
+echo "killed rank 1 (PID $victim) at step $(grep '^step ' "$tmp/out" | tail -n 1 | awk '{ print $2 }')"
+until [ -e "$tmp/status" ]; do
+  [ "$(awk -v t="$(elapsed "$killed")" -v l=$EXIT_LIMIT 'BEGIN { print (t > l) }')" = 1 ] &&
+    fail "the job was still running ${EXIT_LIMIT} s after rank 1 died: a rank was left waiting"
+  sleep 0.2
+done
+took=$(elapsed "$killed")
+wait
+status=$(cat "$tmp/status")
+
+[ "$status" -ne 0 ] || fail "the job exited 0 after rank 1 was killed"
+# Open MPI 4.1 says e.g. "mpirun noticed that process rank 1 with PID 0 on node vm
+# exited on signal 9 (Killed)." (the PID it prints is not always the real one).
+grep -Eq 'process rank 1 with PID [0-9]+ on node .+ exited on signal 9' "$tmp/out" ||
+  fail "the output does not say that rank 1 exited on signal 9"
+left=""
+for p in $ranks; do is_rank "$p" && left="$left $p"; done
+[ -z "$left" ] || fail "rank processes still running after the job ended:$left"
+
+echo "PASS: the job ended ${took} s after rank 1 was killed, status $status, naming rank 1"
