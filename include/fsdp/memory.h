@@ -26,6 +26,9 @@ struct mem_stats {
 
 /* Returns zeroed memory aligned to 64 bytes; bytes may be 0. Ends the job when out of memory. */
 void *mem_alloc(size_t bytes, enum mem_category category);
+/* The same, not zeroed: for a buffer its producer overwrites whole (an all-gather's
+ * output), so that its pages are first touched by that producer, not by the caller. */
+void *mem_alloc_for_overwrite(size_t bytes, enum mem_category category);
 /* Accepts NULL. */
 void mem_free(void *ptr);
 

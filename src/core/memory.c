@@ -50,13 +50,13 @@ static void account(int category, size_t bytes, int sign) {
   if (trace_enabled()) trace_memory(&now);
 }
 
-void *mem_alloc(size_t bytes, enum mem_category category) {
+static void *allocate(size_t bytes, enum mem_category category, int zeroed) {
   FSDP_CHECK(category >= 0 && category < MEM_NUM_CATEGORIES);
   size_t payload = (bytes + 63) & ~(size_t)63;
   void *raw = NULL;
   if (posix_memalign(&raw, 64, HEADER_BYTES + payload) != 0)
     fsdp_fatal("out of memory allocating %zu bytes for %s", bytes, mem_category_name(category));
-  memset(raw, 0, HEADER_BYTES + payload);
+  memset(raw, 0, zeroed ? HEADER_BYTES + payload : HEADER_BYTES);
   struct block_header *h = raw;
   h->bytes = bytes;
   h->category = category;
@@ -64,6 +64,9 @@ void *mem_alloc(size_t bytes, enum mem_category category) {
   account(category, bytes, +1);
   return (char *)raw + HEADER_BYTES;
 }
+
+void *mem_alloc(size_t bytes, enum mem_category category) { return allocate(bytes, category, 1); }
+void *mem_alloc_for_overwrite(size_t bytes, enum mem_category category) { return allocate(bytes, category, 0); }
 
 static struct block_header *header_of(const void *ptr) {
   struct block_header *h = (struct block_header *)((char *)ptr - HEADER_BYTES);

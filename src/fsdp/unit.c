@@ -101,7 +101,7 @@ void fsdp_unit_unshard(struct fsdp_unit *u) {
   }
   const struct fsdp_streams *s = u->streams;
   /* The all-gather writes straight into the buffer the parameter views point into. */
-  u->param_full = mem_alloc(u->layout.padded * sizeof(float), MEM_UNSHARDED_PARAMS);
+  u->param_full = mem_alloc_for_overwrite(u->layout.padded * sizeof(float), MEM_UNSHARDED_PARAMS);
   after_compute(u, s->all_gather);
   comm_all_gather_async(s->all_gather_group, s->all_gather, label_of("all-gather", u).text, u->param_shard, u->param_full, u->layout.shard,
                         COMM_F32);
