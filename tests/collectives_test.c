@@ -5,6 +5,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -159,6 +160,71 @@ static void check_all_reduce(struct suite *s, enum comm_dtype dtype, size_t coun
   s->checks++;
 }
 
+/* Integers below 2^20 in magnitude, varying with rank and index: their sums over up to
+ * 16 ranks are exact in f32 in any order, even at counts where contribution()'s
+ * quarters would not be, so each reduce-scatter algorithm must match to the bit. */
+static double integer_contribution(const struct suite *s, int rank, size_t j) {
+  return (double)((j * 7919 + (size_t)rank * 104729 + (size_t)s->salt) % 2000003) - 1000001.0;
+}
+
+static const char *algorithm_name(enum comm_reduce_scatter_algorithm a) {
+  return a == COMM_RS_RING ? "ring" : a == COMM_RS_MPI ? "MPI" : "auto";
+}
+
+/* One algorithm forced, then back to the default. Also checks that send is left as it was:
+ * it is the caller's gradient buffer. */
+static void check_reduce_scatter_algorithm(struct suite *s, enum comm_reduce_scatter_algorithm algorithm,
+                                           enum comm_dtype dtype, size_t count, enum comm_reduce_op op) {
+  int rank = comm_rank(s->group), size = comm_size(s->group);
+  size_t total = (size_t)size * count;
+  char name[64];
+  snprintf(name, sizeof name, "reduce_scatter %s (%s)", op == COMM_SUM ? "SUM" : "AVG", algorithm_name(algorithm));
+  void *send = fsdp_xmalloc(total * comm_dtype_size(dtype));
+  for (size_t j = 0; j < total; j++) store(send, dtype, j, integer_contribution(s, rank, j));
+  void *recv = filled(count, dtype, unwritten);
+
+  comm_set_reduce_scatter_algorithm(algorithm);
+  comm_reduce_scatter(s->group, send, recv, count, dtype, op);
+  comm_set_reduce_scatter_algorithm(COMM_RS_AUTO);
+
+  for (size_t i = 0; i < count; i++) {
+    double sum = 0;
+    for (int r = 0; r < size; r++) sum += integer_contribution(s, r, (size_t)rank * count + i);
+    double want = op == COMM_SUM ? sum : dtype == COMM_F32 ? (double)((float)sum / (float)size) : sum / size;
+    expect(s, name, dtype, count, i, load(recv, dtype, i), want, op == COMM_AVG);
+  }
+  for (size_t j = 0; j < total; j++)
+    expect(s, "send buffer after reduce_scatter", dtype, count, j, load(send, dtype, j),
+           integer_contribution(s, rank, j), 0);
+  free(send);
+  free(recv);
+  s->checks++;
+}
+
+/* The ring must add in the same order on every call: with sums that round, two calls
+ * must still agree to the bit. */
+static void check_ring_deterministic(struct suite *s, enum comm_dtype dtype, size_t count) {
+  int rank = comm_rank(s->group), size = comm_size(s->group);
+  size_t total = (size_t)size * count, elem = comm_dtype_size(dtype);
+  void *send = fsdp_xmalloc(total * elem);
+  for (size_t j = 0; j < total; j++) store(send, dtype, j, contribution(s, rank, j, dtype) / 3.0);
+  void *first = filled(count, dtype, unwritten), *second = filled(count, dtype, unwritten);
+
+  comm_set_reduce_scatter_algorithm(COMM_RS_RING);
+  comm_reduce_scatter(s->group, send, first, count, dtype, COMM_SUM);
+  comm_reduce_scatter(s->group, send, second, count, dtype, COMM_SUM);
+  comm_set_reduce_scatter_algorithm(COMM_RS_AUTO);
+
+  for (size_t i = 0; i < count; i++)
+    if (memcmp((char *)first + i * elem, (char *)second + i * elem, elem) != 0)
+      expect(s, "reduce_scatter (ring) called twice", dtype, count, i, load(second, dtype, i),
+             load(first, dtype, i), 0);
+  free(send);
+  free(first);
+  free(second);
+  s->checks++;
+}
+
 /* From the last rank, so that a root other than 0 is exercised whenever W > 1. */
 static void check_broadcast(struct suite *s, enum comm_dtype dtype, size_t count) {
   int rank = comm_rank(s->group), root = comm_size(s->group) - 1;
@@ -193,6 +259,18 @@ static void run_suite(struct suite *s) {
       check_broadcast(s, dtype, count);
     }
   }
+  /* Past the ring's segments (64 Ki f32, 32 Ki f64 elements), by one and by an odd remainder. */
+  static const size_t rs_counts[] = {0, 1, 7, 4097, 32769, 65537, 1 << 20, (1 << 20) + 3};
+  static const enum comm_dtype float_dtypes[] = {COMM_F32, COMM_F64};
+  static const enum comm_reduce_scatter_algorithm algorithms[] = {COMM_RS_MPI, COMM_RS_RING};
+  for (size_t d = 0; d < 2; d++) {
+    for (size_t c = 0; c < sizeof rs_counts / sizeof rs_counts[0]; c++)
+      for (size_t a = 0; a < 2; a++) {
+        check_reduce_scatter_algorithm(s, algorithms[a], float_dtypes[d], rs_counts[c], COMM_SUM);
+        check_reduce_scatter_algorithm(s, algorithms[a], float_dtypes[d], rs_counts[c], COMM_AVG);
+      }
+    check_ring_deterministic(s, float_dtypes[d], 70001);
+  }
   comm_barrier(s->group);
 }
 
@@ -212,7 +290,8 @@ int main(int argc, char **argv) {
   run_suite(&self_suite);
 
   fsdp_log_info("collectives_test: W=%d: all %d collective calls match the reference on every "
-                "rank (world and self; f32 f64 i32 i64; counts 0 1 7 1000 4097)",
+                "rank (world and self; f32 f64 i32 i64; counts 0 1 7 1000 4097; reduce-scatter by MPI "
+                "and by ring, f32 f64, counts 0 to 2^20+3)",
                 comm_size(world), world_suite.checks + self_suite.checks);
   comm_finalize();
   return 0;

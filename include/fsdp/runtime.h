@@ -68,9 +68,15 @@ void fsdp_pre_forward(struct fsdp_model *m, struct fsdp_unit *u);
 void fsdp_post_forward(struct fsdp_model *m, struct fsdp_unit *u);
 void fsdp_pre_backward(struct fsdp_model *m, struct fsdp_unit *u);
 void fsdp_post_backward(struct fsdp_model *m, struct fsdp_unit *u);
+/* Called by the optimizer once u is updated: the first units of the forward (the
+ * root and as many as --prefetch) start gathering for the next step while the
+ * others are updated, instead of at the start of the next forward. */
+void fsdp_prefetch_for_next_step(struct fsdp_model *m, struct fsdp_unit *u);
 /* Waits for every launched gradient reduction: grad_shard is final afterwards.
  * The optimizer functions below call it first. */
 void fsdp_model_wait_for_grads(struct fsdp_model *m);
+/* Waits until the comm streams are idle (the next step's all-gathers may be in flight). */
+void fsdp_model_synchronize(struct fsdp_model *m);
 /* Non-root units gathered or being gathered now. */
 int fsdp_model_units_unsharded(const struct fsdp_model *m);
 

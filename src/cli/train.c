@@ -92,6 +92,7 @@ static void start_trace(struct trainer *t) {
 }
 
 static void finish_trace(struct trainer *t) {
+  fsdp_model_synchronize(&t->fsdp); /* no stream may still be adding spans */
   trace_enable(0);
   trace_file_write(t->opt.trace_path, t->world);
   trace_clear();

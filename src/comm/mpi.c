@@ -12,6 +12,7 @@
 #include "fsdp/log.h"
 #include "fsdp/stream.h"
 #include "mpi_call.h"
+#include "ring.h"
 
 struct comm_group {
   MPI_Comm comm;
@@ -50,13 +51,13 @@ void mpi_check(int rc, const char *call) {
  * threads share the cores with the compute thread (and, on one machine, with the
  * other ranks), so a wait spins only briefly, then sleeps between polls; each
  * MPI_Test also moves the transfers forward. */
-void mpi_wait(MPI_Request *request, const char *call) {
+void mpi_wait(MPI_Request *requests, int n, const char *call) {
   enum { SPIN_POLLS = 64 };
-  const long MIN_SLEEP_NS = 5000, MAX_SLEEP_NS = 100000;
+  const long MIN_SLEEP_NS = 5000, MAX_SLEEP_NS = 1000000;
   long sleep_ns = MIN_SLEEP_NS;
   for (int polls = 0;; polls++) {
     int done = 0;
-    MPI_CALL(call, MPI_Test(request, &done, MPI_STATUS_IGNORE));
+    MPI_CALL(call, MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE));
     if (done) return;
     if (polls < SPIN_POLLS) continue;
     struct timespec pause = {0, sleep_ns};
@@ -183,21 +184,39 @@ void comm_all_gather(struct comm_group *g, const void *send, void *recv, size_t 
   MPI_Datatype type = mpi_datatype(dtype);
   MPI_Request request;
   MPI_CALL("MPI_Iallgather", MPI_Iallgather(mpi_send, n, type, recv, n, type, g->comm, &request));
-  mpi_wait(&request, "MPI_Iallgather");
+  mpi_wait(&request, 1, "MPI_Iallgather");
 }
+
+/* AUTO takes the ring from this much reduce-scatter input (count * W elements) up:
+ * from there the ring is 1.5x (W=2) to 4x (W=4) faster than Open MPI's
+ * MPI_Ireduce_scatter_block at 16 MiB and more, and no slower below; under it the
+ * two are within noise (bench/collectives.sh, docs/benchmarks.md). */
+enum { RING_MIN_INPUT_BYTES = 128 << 10 };
 
 static enum comm_reduce_scatter_algorithm reduce_scatter_algorithm = COMM_RS_AUTO;
 
 void comm_set_reduce_scatter_algorithm(enum comm_reduce_scatter_algorithm a) { reduce_scatter_algorithm = a; }
 
+/* The ring sums floating point only; MAX and the integer dtypes always go to MPI. */
+static bool use_ring(const struct comm_group *g, size_t count, enum comm_dtype dtype, enum comm_reduce_op op) {
+  if (op == COMM_MAX || (dtype != COMM_F32 && dtype != COMM_F64)) return false;
+  if (reduce_scatter_algorithm == COMM_RS_AUTO)
+    return count * (size_t)g->size * comm_dtype_size(dtype) >= RING_MIN_INPUT_BYTES;
+  return reduce_scatter_algorithm == COMM_RS_RING;
+}
+
 void comm_reduce_scatter(struct comm_group *g, const void *send, void *recv, size_t count,
                          enum comm_dtype dtype, enum comm_reduce_op op) {
-  int n = mpi_count(count, "comm_reduce_scatter");
-  MPI_Op mop = mpi_op(op, dtype, "comm_reduce_scatter");
-  MPI_Request request;
-  MPI_CALL("MPI_Ireduce_scatter_block",
-           MPI_Ireduce_scatter_block(send, recv, n, mpi_datatype(dtype), mop, g->comm, &request));
-  mpi_wait(&request, "MPI_Ireduce_scatter_block");
+  if (use_ring(g, count, dtype, op)) {
+    ring_reduce_scatter_sum(g->comm, g->rank, g->size, send, recv, count, dtype);
+  } else {
+    int n = mpi_count(count, "comm_reduce_scatter");
+    MPI_Op mop = mpi_op(op, dtype, "comm_reduce_scatter");
+    MPI_Request request;
+    MPI_CALL("MPI_Ireduce_scatter_block",
+             MPI_Ireduce_scatter_block(send, recv, n, mpi_datatype(dtype), mop, g->comm, &request));
+    mpi_wait(&request, 1, "MPI_Ireduce_scatter_block");
+  }
   if (op == COMM_AVG) divide_by_size(recv, count, dtype, g->size);
 }
 
@@ -207,7 +226,7 @@ void comm_all_reduce(struct comm_group *g, void *buf, size_t count, enum comm_dt
   MPI_Op mop = mpi_op(op, dtype, "comm_all_reduce");
   MPI_Request request;
   MPI_CALL("MPI_Iallreduce", MPI_Iallreduce(MPI_IN_PLACE, buf, n, mpi_datatype(dtype), mop, g->comm, &request));
-  mpi_wait(&request, "MPI_Iallreduce");
+  mpi_wait(&request, 1, "MPI_Iallreduce");
   if (op == COMM_AVG) divide_by_size(buf, count, dtype, g->size);
 }
 
@@ -215,13 +234,13 @@ void comm_broadcast(struct comm_group *g, void *buf, size_t bytes, int root) {
   int n = mpi_count(bytes, "comm_broadcast");
   MPI_Request request;
   MPI_CALL("MPI_Ibcast", MPI_Ibcast(buf, n, MPI_BYTE, root, g->comm, &request));
-  mpi_wait(&request, "MPI_Ibcast");
+  mpi_wait(&request, 1, "MPI_Ibcast");
 }
 
 void comm_barrier(struct comm_group *g) {
   MPI_Request request;
   MPI_CALL("MPI_Ibarrier", MPI_Ibarrier(g->comm, &request));
-  mpi_wait(&request, "MPI_Ibarrier");
+  mpi_wait(&request, 1, "MPI_Ibarrier");
 }
 
 struct comm_group *comm_group_dup(struct comm_group *g, const char *name) {
@@ -229,7 +248,7 @@ struct comm_group *comm_group_dup(struct comm_group *g, const char *name) {
   MPI_Comm comm;
   MPI_Request request;
   MPI_CALL("MPI_Comm_idup", MPI_Comm_idup(g->comm, &comm, &request));
-  mpi_wait(&request, "MPI_Comm_idup");
+  mpi_wait(&request, 1, "MPI_Comm_idup");
   MPI_CALL("MPI_Comm_set_name", MPI_Comm_set_name(comm, name));
   open_group(dup, comm, "MPI_Comm_set_errhandler");
   return dup;
@@ -288,7 +307,7 @@ void *comm_gather_bytes(struct comm_group *g, const void *send, size_t bytes, in
   }
   MPI_Request request;
   MPI_CALL("MPI_Igather", MPI_Igather(&n, 1, MPI_INT, counts, 1, MPI_INT, root, g->comm, &request));
-  mpi_wait(&request, "MPI_Igather");
+  mpi_wait(&request, 1, "MPI_Igather");
   if (g->rank == root) {
     size_t total = 0;
     for (int r = 0; r < g->size; r++) {
@@ -300,7 +319,7 @@ void *comm_gather_bytes(struct comm_group *g, const void *send, size_t bytes, in
     *total_bytes = total;
   }
   MPI_CALL("MPI_Igatherv", MPI_Igatherv(send, n, MPI_BYTE, all, counts, displs, MPI_BYTE, root, g->comm, &request));
-  mpi_wait(&request, "MPI_Igatherv");
+  mpi_wait(&request, 1, "MPI_Igatherv");
   free(counts);
   free(displs);
   return all;

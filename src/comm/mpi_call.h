@@ -23,7 +23,7 @@ void mpi_check(int rc, const char *call);
     mpi_check(mpi_call_rc_, name);       \
   } while (0)
 
-/* Waits for a request without keeping a core busy. */
-void mpi_wait(MPI_Request *request, const char *call);
+/* Waits for n requests without keeping a core busy. */
+void mpi_wait(MPI_Request *requests, int n, const char *call);
 
 #endif

@@ -92,3 +92,13 @@ void fsdp_post_backward(struct fsdp_model *m, struct fsdp_unit *u) {
 void fsdp_model_wait_for_grads(struct fsdp_model *m) {
   for (int i = 0; i < m->n_units; i++) fsdp_unit_release_grads(m->units[i], 1);
 }
+
+void fsdp_model_synchronize(struct fsdp_model *m) {
+  stream_synchronize(m->streams.all_gather);
+  stream_synchronize(m->streams.reduce_scatter);
+}
+
+void fsdp_prefetch_for_next_step(struct fsdp_model *m, struct fsdp_unit *u) {
+  /* The root and the units the root's pre-forward would prefetch. */
+  if (m->overlap.prefetch > 0 && u->id <= m->overlap.prefetch) prefetch(m, u);
+}

@@ -60,18 +60,20 @@ struct owned_run {
   int weight_decay;
 };
 
+static void for_each_owned_run_of(struct fsdp_unit *u, void (*fn)(const struct owned_run *run, void *ctx),
+                                  void *ctx) {
+  for (int p = 0; p < u->layout.n_params; p++) {
+    struct sharded_param_info info = fsdp_unit_param_info(u, p);
+    size_t o = info.shard_offset, n = info.end - info.begin;
+    struct owned_run run = {u->param_shard + o, u->grad_shard + o, u->adam_m + o, u->adam_v + o, n,
+                            u->layout.params[p].weight_decay};
+    if (n) fn(&run, ctx);
+  }
+}
+
 static void for_each_owned_run(struct fsdp_model *m, void (*fn)(const struct owned_run *run, void *ctx),
                                void *ctx) {
-  for (int i = 0; i < m->n_units; i++) {
-    struct fsdp_unit *u = m->units[i];
-    for (int p = 0; p < u->layout.n_params; p++) {
-      struct sharded_param_info info = fsdp_unit_param_info(u, p);
-      size_t o = info.shard_offset, n = info.end - info.begin;
-      struct owned_run run = {u->param_shard + o, u->grad_shard + o, u->adam_m + o, u->adam_v + o, n,
-                              u->layout.params[p].weight_decay};
-      if (n) fn(&run, ctx);
-    }
-  }
+  for (int i = 0; i < m->n_units; i++) for_each_owned_run_of(m->units[i], fn, ctx);
 }
 
 static void add_grad_squares(const struct owned_run *run, void *ctx) {
@@ -142,7 +144,12 @@ void fsdp_model_adamw_step(struct fsdp_model *m, const struct adamw_config *cfg,
       .bias_correction1 = 1.0f - powf(cfg->beta1, (float)step),
       .bias_correction2_sqrt = sqrtf(1.0f - powf(cfg->beta2, (float)step)),
   };
-  for_each_owned_run(m, adamw_update, &args);
+  /* In forward order, so that the first units' all-gathers for the next step run
+   * while the later units are updated. */
+  for (int i = 0; i < m->n_units; i++) {
+    for_each_owned_run_of(m->units[i], adamw_update, &args);
+    fsdp_prefetch_for_next_step(m, m->units[i]);
+  }
   if (trace_enabled()) trace_span(trace_track(stream_name(m->streams.compute)), "optimizer", begin, trace_now_us());
 }
 
