@@ -78,6 +78,21 @@ expect_error "activations beyond the kernels' sizes" "lower --batch-size or --se
   --n-embd 4096 --n-head 32 --batch-size 100000 --seq-len 256
 expect_error "unwritable --log" "--log: cannot open '$tmp/no/such/dir/log.jsonl'" --data "$tmp/small.bin" \
   --model gpt2-tiny --vocab-size 256 --seq-len 4 --val-fraction 0 --log "$tmp/no/such/dir/log.jsonl"
+expect_error "unknown --backward-prefetch" "--backward-prefetch: unknown mode 'early'" --data "$tmp/small.bin" \
+  --backward-prefetch early
+expect_error "negative --prefetch" "--prefetch: must be a non-negative integer" --data "$tmp/small.bin" --prefetch -1
+expect_error "zero --max-unsharded" "--max-unsharded: must be a positive integer" --data "$tmp/small.bin" \
+  --max-unsharded 0
+expect_error "bad --overlap" "--overlap: must be on or off, got 'maybe'" --data "$tmp/small.bin" --overlap maybe
+expect_error "--trace-steps without a colon" "--trace-steps: expected FIRST:LAST" --data "$tmp/small.bin" \
+  --trace-steps 3
+expect_error "--trace-steps backwards" "--trace-steps: the last step 1 comes before the first 3" \
+  --data "$tmp/small.bin" --trace-steps 3:1
+expect_error "--trace-steps past --steps" "--trace-steps: step 9 is past the last step 5" --data "$tmp/small.bin" \
+  --steps 5 --trace-steps 2:9
+expect_error "unwritable --trace" "--trace: cannot open '$tmp/no/such/dir/t.json.tmp' for writing" \
+  --data "$tmp/small.bin" --model gpt2-tiny --vocab-size 256 --seq-len 4 --val-fraction 0 \
+  --trace "$tmp/no/such/dir/t.json"
 RANKS=2 expect_error "world size does not divide the batch" \
   "--global-batch-size 5 is not divisible by the world size 2" --data "$tmp/small.bin" --global-batch-size 5
 

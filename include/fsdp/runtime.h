@@ -77,8 +77,6 @@ void fsdp_prefetch_for_next_step(struct fsdp_model *m, struct fsdp_unit *u);
 void fsdp_model_wait_for_grads(struct fsdp_model *m);
 /* Waits until the comm streams are idle (the next step's all-gathers may be in flight). */
 void fsdp_model_synchronize(struct fsdp_model *m);
-/* Non-root units gathered or being gathered now. */
-int fsdp_model_units_unsharded(const struct fsdp_model *m);
 
 /* L2 norm of all gradients across ranks (each element counted once, padding excluded). */
 double fsdp_model_grad_norm(struct fsdp_model *m);

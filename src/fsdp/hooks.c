@@ -11,7 +11,8 @@
 const struct fsdp_overlap FSDP_OVERLAP_DEFAULT = {
     .prefetch = 1, .backward_prefetch = BACKWARD_PREFETCH_PRE, .max_unsharded = 2, .blocking = 0};
 
-int fsdp_model_units_unsharded(const struct fsdp_model *m) {
+/* Non-root units gathered or being gathered now. */
+static int units_unsharded(const struct fsdp_model *m) {
   int n = 0;
   for (int i = 0; i < m->n_units; i++) n += !m->units[i]->is_root && m->units[i]->state != UNIT_SHARDED;
   return n;
@@ -20,7 +21,7 @@ int fsdp_model_units_unsharded(const struct fsdp_model *m) {
 static void trace_unsharded_units(const struct fsdp_model *m) {
   if (!trace_enabled()) return;
   static const char *const series[] = {"units"};
-  double units = fsdp_model_units_unsharded(m);
+  double units = units_unsharded(m);
   trace_counter("unsharded units", 1, series, &units);
 }
 
@@ -40,7 +41,7 @@ static struct fsdp_unit *backward_next(struct fsdp_model *m, const struct fsdp_u
  * design, so only full sharding is held to the limit. */
 static void prefetch(struct fsdp_model *m, struct fsdp_unit *u) {
   if (!u || u->state != UNIT_SHARDED) return;
-  if (m->strategy == SHARD_FULL && fsdp_model_units_unsharded(m) >= m->overlap.max_unsharded) return;
+  if (m->strategy == SHARD_FULL && units_unsharded(m) >= m->overlap.max_unsharded) return;
   fsdp_unit_unshard(u);
 }
 
@@ -101,4 +102,5 @@ void fsdp_model_synchronize(struct fsdp_model *m) {
 void fsdp_prefetch_for_next_step(struct fsdp_model *m, struct fsdp_unit *u) {
   /* The root and the units the root's pre-forward would prefetch. */
   if (m->overlap.prefetch > 0 && u->id <= m->overlap.prefetch) prefetch(m, u);
+  trace_unsharded_units(m);
 }
