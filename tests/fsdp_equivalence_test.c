@@ -230,9 +230,10 @@ int main(int argc, char **argv) {
   int total = failures;
   comm_all_reduce(world, &total, 1, COMM_I32, COMM_SUM);
   if (rank == 0)
-    printf("equivalence: %s at W=%d, %d overlap modes bitwise equal, losses %.6f -> %.6f, grad norms %.4f -> %.4f, max param diff %.3g, %d failures\n",
-           argv[1], W, N_MODES, sharded.loss[0], sharded.loss[STEPS - 1], sharded.grad_norm[0], sharded.grad_norm[STEPS - 1],
-           worst, total);
+    printf("equivalence: %s at W=%d, %d overlap modes bitwise equal, losses %.6f -> %.6f, "
+           "grad norms %.4f -> %.4f, max param diff %.3g, %d failures\n",
+           argv[1], W, N_MODES, sharded.loss[0], sharded.loss[STEPS - 1], sharded.grad_norm[0],
+           sharded.grad_norm[STEPS - 1], worst, total);
   free(reference.initial_params);
   free(reference.params);
   free(sharded.initial_params);

@@ -103,8 +103,8 @@ void fsdp_unit_unshard(struct fsdp_unit *u) {
   /* The all-gather writes straight into the buffer the parameter views point into. */
   u->param_full = mem_alloc_for_overwrite(u->layout.padded * sizeof(float), MEM_UNSHARDED_PARAMS);
   after_compute(u, s->all_gather);
-  comm_all_gather_async(s->all_gather_group, s->all_gather, label_of("all-gather", u).text, u->param_shard, u->param_full, u->layout.shard,
-                        COMM_F32);
+  comm_all_gather_async(s->all_gather_group, s->all_gather, label_of("all-gather", u).text, u->param_shard,
+                        u->param_full, u->layout.shard, COMM_F32);
   event_record(u->gathered, s->all_gather);
   u->state = UNIT_UNSHARDING;
   if (s->blocking) fsdp_unit_wait_unsharded(u);
