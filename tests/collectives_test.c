@@ -259,7 +259,8 @@ static void run_suite(struct suite *s) {
       check_broadcast(s, dtype, count);
     }
   }
-  /* Past the ring's segments (64 Ki f32, 32 Ki f64 elements), by one and by an odd remainder. */
+  /* Past the ring's segments (64 Ki f32, 32 Ki f64 elements) by one and by an odd remainder,
+   * and through its window of segments in flight many times over. */
   static const size_t rs_counts[] = {0, 1, 7, 4097, 32769, 65537, 1 << 20, (1 << 20) + 3};
   static const enum comm_dtype float_dtypes[] = {COMM_F32, COMM_F64};
   static const enum comm_reduce_scatter_algorithm algorithms[] = {COMM_RS_MPI, COMM_RS_RING};

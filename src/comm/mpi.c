@@ -188,9 +188,9 @@ void comm_all_gather(struct comm_group *g, const void *send, void *recv, size_t 
 }
 
 /* AUTO takes the ring from this much reduce-scatter input (count * W elements) up:
- * from there the ring is 1.5x (W=2) to 4x (W=4) faster than Open MPI's
- * MPI_Ireduce_scatter_block at 16 MiB and more, and no slower below; under it the
- * two are within noise (bench/collectives.sh, docs/benchmarks.md). */
+ * from there the ring is 2.5x (W=2) and 3.4-9x (W=4) faster than Open MPI's
+ * MPI_Ireduce_scatter_block; below it the two are a few microseconds apart
+ * (bench/collectives.sh, docs/benchmarks.md). */
 enum { RING_MIN_INPUT_BYTES = 128 << 10 };
 
 static enum comm_reduce_scatter_algorithm reduce_scatter_algorithm = COMM_RS_AUTO;
