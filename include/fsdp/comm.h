@@ -12,8 +12,9 @@ enum comm_reduce_op { COMM_SUM, COMM_AVG, COMM_MAX };
 
 struct comm_group; /* opaque: the runtime above never sees MPI */
 
-/* Starts MPI (once per process) and installs an abort handler that takes every
- * rank down when one fails. */
+/* Starts MPI (once per process, at MPI_THREAD_SERIALIZED: the comm streams' threads
+ * call it one at a time) and installs an abort handler that takes every rank down
+ * when one fails. */
 void comm_init(int *argc, char ***argv);
 void comm_finalize(void);
 
@@ -52,7 +53,7 @@ void comm_reduce_scatter_async(struct comm_group *g, struct stream *s, const cha
 void comm_all_reduce_async(struct comm_group *g, struct stream *s, const char *label, void *buf, size_t count,
                            enum comm_dtype dtype, enum comm_reduce_op op);
 
-/* How comm_reduce_scatter reduces: Open MPI's MPI_Reduce_scatter_block, a ring of
+/* How comm_reduce_scatter reduces: Open MPI's reduce-scatter, a ring of
  * point-to-point messages (src/comm/ring.c), or AUTO: the faster of the two for the
  * message size, as measured by bench/collectives.sh (docs/benchmarks.md). */
 enum comm_reduce_scatter_algorithm { COMM_RS_AUTO, COMM_RS_MPI, COMM_RS_RING };

@@ -34,6 +34,8 @@ void stream_wait_event(struct stream *s, struct event *e);
 /* Blocks the caller until all work launched on s so far has run. */
 void stream_synchronize(struct stream *s);
 
+/* An event is recorded, queried and waited for by one thread at a time (the
+ * runtime's compute thread); streams copy its point when they are told to wait. */
 struct event *event_create(void);
 void event_destroy(struct event *e);
 /* Marks the point after all work launched on s so far; recording again moves the mark. */
