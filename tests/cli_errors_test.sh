@@ -14,13 +14,14 @@ limit=""
 if command -v timeout >/dev/null 2>&1; then limit="timeout 120"; fi
 
 # expect_error NAME TEXT ARGS...: `fsdp train ARGS` fails and its stderr contains TEXT.
-# With RANKS=N set, the job runs on N ranks through mpirun.
+# With RANKS=N set, the job runs on N ranks through mpirun; with COMMAND=plan, it is
+# `fsdp plan ARGS`.
 expect_error() {
   name=$1 want=$2
   shift 2
   launch=""
   if [ -n "${RANKS:-}" ]; then launch="$MPIRUN -np $RANKS"; fi
-  $limit $launch "$FSDP" train "$@" >"$tmp/stdout" 2>"$tmp/stderr"
+  $limit $launch "$FSDP" "${COMMAND:-train}" "$@" >"$tmp/stdout" 2>"$tmp/stderr"
   rc=$?
   if [ "$rc" -ne 0 ] && grep -qF -- "$want" "$tmp/stderr"; then
     passed=$((passed + 1))
@@ -95,6 +96,116 @@ expect_error "unwritable --trace" "--trace: cannot open '$tmp/no/such/dir/t.json
   --trace "$tmp/no/such/dir/t.json"
 RANKS=2 expect_error "world size does not divide the batch" \
   "--global-batch-size 5 is not divisible by the world size 2" --data "$tmp/small.bin" --global-batch-size 5
+
+expect_error "unknown param dtype" "--param-dtype: unknown dtype 'fp8' (known: fp32, bf16, fp16)" \
+  --data "$tmp/small.bin" --param-dtype fp8
+expect_error "fp16 reduce dtype" "--reduce-dtype: unknown dtype 'fp16' (known: fp32, bf16)" \
+  --data "$tmp/small.bin" --reduce-dtype fp16
+expect_error "checkpointing every 0 blocks" "--ac: every:K needs K >= 1" --data "$tmp/small.bin" --ac every:0
+expect_error "unknown checkpointing" "--ac: expected none, full or every:K, got 'some'" --data "$tmp/small.bin" \
+  --ac some
+expect_error "checkpointing every K not a number" "--ac: 'every:two' is not every:K with an integer K" --data "$tmp/small.bin" \
+  --ac every:two
+expect_error "unknown accumulation mode" "--accum-mode: unknown mode 'later' (known: sharded, no-sync)" \
+  --data "$tmp/small.bin" --accum-mode later
+expect_error "zero micro-batches" "--grad-accum: must be a positive integer, got '0'" --data "$tmp/small.bin" \
+  --grad-accum 0
+expect_error "loss scale without fp16" "--loss-scale: only for --param-dtype fp16" --data "$tmp/small.bin" \
+  --param-dtype bf16 --loss-scale 1024
+expect_error "bf16 all-reduce" "--reduce-dtype bf16: not supported with --sharding none" --data "$tmp/small.bin" \
+  --sharding none --reduce-dtype bf16
+expect_error "snapshot into a directory" "--memory-snapshot: '$tmp' is a directory" --data "$tmp/small.bin" \
+  --memory-snapshot "$tmp"
+expect_error "snapshot steps past the end" "--snapshot-steps: step 9 is past the last step 3 (--steps)" \
+  --data "$tmp/small.bin" --steps 3 --snapshot-steps 2:9
+expect_error "world size is for plan" "unknown flag '--world-size' (see fsdp train --help)" \
+  --data "$tmp/small.bin" --world-size 2
+RANKS=2 expect_error "accumulation does not divide the batch" \
+  "--global-batch-size 6 is not divisible by the world size 2 times --grad-accum 2" --data "$tmp/small.bin" \
+  --global-batch-size 6 --grad-accum 2
+COMMAND=plan expect_error "plan without world size" "--world-size is required" --model gpt2
+COMMAND=plan expect_error "plan world size zero" "--world-size: must be a positive integer, got '0'" \
+  --world-size 0
+COMMAND=plan expect_error "plan format" "--format: must be text or json, got 'xml'" --world-size 2 --format xml
+COMMAND=plan expect_error "plan batch too large" "lower --batch-size or --seq-len" --world-size 2 --model gpt2 \
+  --batch-size 100000 --seq-len 1024
+
+# expect_memviz_error NAME STATUS TEXT ARGS...: `fsdp memviz ARGS` exits with STATUS (2: a
+# usage error, 1: a bad snapshot), its stderr contains TEXT, and it writes no output.
+expect_memviz_error() {
+  name=$1 status=$2 want=$3
+  shift 3
+  rm -f "$tmp/out.html" "$tmp/out.html.tmp"
+  "$FSDP" memviz "$@" >"$tmp/stdout" 2>"$tmp/stderr"
+  rc=$?
+  if [ "$rc" -eq "$status" ] && grep -qF -- "$want" "$tmp/stderr" && [ ! -e "$tmp/out.html" ] &&
+    [ ! -e "$tmp/out.html.tmp" ]; then
+    passed=$((passed + 1))
+    echo "ok   memviz: $name"
+  else
+    failed=$((failed + 1))
+    echo "FAIL memviz: $name: exit $rc (expected $status), expected '$want' in stderr: $(head -n 3 "$tmp/stderr")"
+  fi
+}
+
+# memory_snapshot EVENT...: a one-rank snapshot of step 2 with these events.
+memory_snapshot() {
+  events=$(printf '%s,' "$@")
+  cat <<EOF
+{"format": "fsdp-memory-snapshot", "version": 1, "world_size": 1, "steps": [2],
+ "categories": ["sharded_params", "unsharded_params", "sharded_grads", "unsharded_grads",
+                "optimizer", "activations", "comm", "other"],
+ "ranks": [{"rank": 0,
+   "start": {"sharded_params": 1024, "unsharded_params": 0, "sharded_grads": 0, "unsharded_grads": 0,
+             "optimizer": 0, "activations": 0, "comm": 0, "other": 0},
+   "events": [${events%,}]}]}
+EOF
+}
+alloc='{"time_us": 10.5, "bytes": 4096, "category": "activations", "unit": "block 0", "op": "forward", "step": 2}'
+free='{"time_us": 12.0, "bytes": -4096, "category": "activations", "unit": "block 0", "op": "backward", "step": 2}'
+memory_snapshot "$alloc" "$free" >"$tmp/good.json"
+memory_snapshot "$alloc" "$free" | sed 's/"version": 1,/"version": 1/' >"$tmp/syntax.json"
+memory_snapshot "$alloc" "$free" | sed 's/fsdp-memory-snapshot/chrome-trace/' >"$tmp/format.json"
+memory_snapshot "$alloc" "$free" | sed 's/"version": 1/"version": 2/' >"$tmp/version.json"
+memory_snapshot "$alloc" "$(echo "$free" | sed 's/, "op": "backward"//')" >"$tmp/no_op.json"
+memory_snapshot "$alloc" "$(echo "$free" | sed 's/"bytes": -4096/"bytes": "-4096"/')" >"$tmp/string_bytes.json"
+memory_snapshot "$alloc" "$(echo "$free" | sed 's/activations/kv_cache/')" >"$tmp/category.json"
+memory_snapshot "$alloc" "$(echo "$free" | sed 's/-4096/-8192/')" >"$tmp/negative.json"
+memory_snapshot "$alloc" "$(echo "$free" | sed 's/12.0/9.5/')" >"$tmp/backwards.json"
+memory_snapshot "$alloc" "$free" | sed 's/"other": 0}/"other": 0, "kv_cache": 0}/' >"$tmp/start_category.json"
+memory_snapshot "$alloc" "$free" | sed 's/, "comm": 0//' >"$tmp/start_missing.json"
+memory_snapshot | sed 's/"ranks": \[.*/"ranks": []}/; /"start"/,$d' >"$tmp/no_ranks.json"
+
+expect_memviz_error "malformed JSON" 1 "$tmp/syntax.json: not valid JSON: syntax error at line 1" \
+  "$tmp/syntax.json" -o "$tmp/out.html"
+expect_memviz_error "wrong format" 1 "$tmp/format.json: \"format\" is \"chrome-trace\"" \
+  "$tmp/format.json" -o "$tmp/out.html"
+expect_memviz_error "unsupported version" 1 "$tmp/version.json: unsupported \"version\" 2" \
+  "$tmp/version.json" -o "$tmp/out.html"
+expect_memviz_error "missing field" 1 "$tmp/no_op.json: rank 0: events[1]: missing \"op\"" \
+  "$tmp/no_op.json" -o "$tmp/out.html"
+expect_memviz_error "mistyped field" 1 "$tmp/string_bytes.json: rank 0: events[1]: \"bytes\" must be an integer" \
+  "$tmp/string_bytes.json" -o "$tmp/out.html"
+expect_memviz_error "unknown category" 1 "$tmp/category.json: rank 0: events[1]: unknown category \"kv_cache\"" \
+  "$tmp/category.json" -o "$tmp/out.html"
+expect_memviz_error "unknown category in start" 1 "rank 0: \"start\": unknown category \"kv_cache\"" \
+  "$tmp/start_category.json" -o "$tmp/out.html"
+expect_memviz_error "category missing from start" 1 "rank 0: \"start\" has no entry for category \"comm\"" \
+  "$tmp/start_missing.json" -o "$tmp/out.html"
+expect_memviz_error "negative running total" 1 \
+  "$tmp/negative.json: rank 0: events[1]: frees 8192 bytes of \"activations\", which holds only 4096" \
+  "$tmp/negative.json" -o "$tmp/out.html"
+expect_memviz_error "time going backwards" 1 \
+  "$tmp/backwards.json: rank 0: events[1]: \"time_us\" 9.5 comes before the previous event's 10.5" \
+  "$tmp/backwards.json" -o "$tmp/out.html"
+expect_memviz_error "empty ranks" 1 "$tmp/no_ranks.json: \"ranks\" is empty" "$tmp/no_ranks.json" -o "$tmp/out.html"
+expect_memviz_error "nonexistent snapshot" 1 "$tmp/missing.json: cannot open: No such file" \
+  "$tmp/missing.json" -o "$tmp/out.html"
+expect_memviz_error "bad -o extension" 2 "-o: '$tmp/out.png' must end in .html" "$tmp/good.json" -o "$tmp/out.png"
+expect_memviz_error "missing -o" 2 "missing -o OUT" "$tmp/good.json"
+expect_memviz_error "missing snapshot" 2 "missing SNAPSHOT" -o "$tmp/out.html"
+expect_memviz_error "unwritable -o" 1 "-o: cannot open '$tmp/no/such/dir/out.html.tmp' for writing" \
+  "$tmp/good.json" -o "$tmp/no/such/dir/out.html"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

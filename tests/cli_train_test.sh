@@ -3,12 +3,7 @@
 # and the same global batch on 1, 2 and 4 ranks (full, grad-op, none) gives the
 # same loss and grad-norm trajectory.
 # Usage: cli_train_test.sh path/to/fsdp PYTHON SOURCE_DIR MPIRUN...
-set -eu
-FSDP=$1 PYTHON=$2 SRC=$3
-shift 3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cat "$SRC"/src/*/*.c "$SRC"/src/nn/cpu/*.c > "$tmp/corpus.txt"
+. "$(dirname "$0")/train_test_setup.sh"
 
 train() {  # train RANKS STRATEGY LOG [ARGS...]
   ranks=$1 strategy=$2 log=$3

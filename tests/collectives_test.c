@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fsdp/comm.h"
+#include "fsdp/dtype.h"
 #include "fsdp/error.h"
 #include "fsdp/log.h"
 
@@ -30,12 +31,14 @@ struct suite {
   int checks; /* collective calls verified */
 };
 
-static const char *dtype_name(enum comm_dtype dtype) {
+static const char *dtype_label(enum comm_dtype dtype) {
   switch (dtype) {
     case COMM_F32: return "f32";
     case COMM_F64: return "f64";
     case COMM_I32: return "i32";
     case COMM_I64: return "i64";
+    case COMM_BF16: return "bf16";
+    case COMM_F16: return "f16";
   }
   return "?";
 }
@@ -58,6 +61,8 @@ static void store(void *buf, enum comm_dtype dtype, size_t i, double v) {
     case COMM_F64: ((double *)buf)[i] = v; break;
     case COMM_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
     case COMM_I64: ((int64_t *)buf)[i] = (int64_t)v; break;
+    case COMM_BF16:
+    case COMM_F16: fsdp_fatal("collectives_test: the 16-bit dtypes have checks of their own");
   }
 }
 
@@ -67,6 +72,8 @@ static double load(const void *buf, enum comm_dtype dtype, size_t i) {
     case COMM_F64: return ((const double *)buf)[i];
     case COMM_I32: return ((const int32_t *)buf)[i];
     case COMM_I64: return (double)((const int64_t *)buf)[i];
+    case COMM_BF16:
+    case COMM_F16: fsdp_fatal("collectives_test: the 16-bit dtypes have checks of their own");
   }
   return NAN;
 }
@@ -100,7 +107,7 @@ static void expect(const struct suite *s, const char *collective, enum comm_dtyp
   if (fabs(got - want) <= tolerance) return;
   fsdp_fatal("collectives_test: %s on %s (%s, count %zu) wrong on rank %d: element %zu is "
              "%.17g, expected %.17g",
-             collective, s->group_name, dtype_name(dtype), count, comm_rank(s->group), i, got,
+             collective, s->group_name, dtype_label(dtype), count, comm_rank(s->group), i, got,
              want);
 }
 
@@ -225,6 +232,137 @@ static void check_ring_deterministic(struct suite *s, enum comm_dtype dtype, siz
   s->checks++;
 }
 
+/* --- 16-bit floats: moved as bit patterns; bf16 reduce-scatter sums in fp32 --- */
+
+static uint32_t mix(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  return x ^ (x >> 16);
+}
+
+/* Any 16 bits, NaNs and infinities included: a gather must not touch them. */
+static uint16_t pattern16(const struct suite *s, int rank, size_t i) {
+  return (uint16_t)mix((uint32_t)i * 0x9e3779b1u ^ (uint32_t)(rank + 1) * 0x85ebca77u ^ (uint32_t)s->salt);
+}
+
+static void check_all_gather16(struct suite *s, enum comm_dtype dtype, size_t count, int in_place) {
+  int rank = comm_rank(s->group), size = comm_size(s->group);
+  size_t total = (size_t)size * count;
+  uint16_t *recv = fsdp_xmalloc(total * sizeof *recv);
+  /* Every element starts as the complement of what it should become. */
+  for (int r = 0; r < size; r++)
+    for (size_t i = 0; i < count; i++) recv[(size_t)r * count + i] = (uint16_t)~pattern16(s, r, i);
+  uint16_t *send = in_place ? recv + (size_t)rank * count : fsdp_xmalloc(count * sizeof *send);
+  for (size_t i = 0; i < count; i++) send[i] = pattern16(s, rank, i);
+
+  comm_all_gather(s->group, send, recv, count, dtype);
+
+  for (int r = 0; r < size; r++)
+    for (size_t i = 0; i < count; i++) {
+      uint16_t got = recv[(size_t)r * count + i], want = pattern16(s, r, i);
+      if (got != want)
+        fsdp_fatal("collectives_test: %sall_gather on %s (%s, count %zu) wrong on rank %d: element %zu is "
+                   "0x%04x, expected 0x%04x",
+                   in_place ? "in-place " : "", s->group_name, dtype_label(dtype), count, rank,
+                   (size_t)r * count + i, got, want);
+    }
+  if (!in_place) free(send);
+  free(recv);
+  s->checks++;
+}
+
+/* Integers in [-8, 8]: every partial sum over up to 4 ranks is an integer below 2^8 in
+ * magnitude, exact in bf16, so the ring's roundings change nothing. */
+static int small_integer(const struct suite *s, int rank, size_t j) {
+  return (int)((j * 7 + (size_t)rank * 5 + (size_t)s->salt) % 17) - 8;
+}
+
+/* Signs, significands and exponents (2^-6 to 2^6) at random: sums that cancel and round. */
+static uint16_t random_bf16(const struct suite *s, int rank, size_t j) {
+  uint32_t r = mix((uint32_t)j * 0x9e3779b1u ^ (uint32_t)(rank + 1) * 0xc2b2ae35u ^ (uint32_t)s->salt ^ 0x5bd1e995u);
+  uint32_t exponent = 121 + (r >> 8) % 13;
+  return (uint16_t)((r & 0x8000u) | (exponent << 7) | (r & 0x7fu));
+}
+
+/* What the ring computes for an element owned by rank `owner` from the ranks' values v
+ * (ring.h): ((v[owner+1] + v[owner+2]) + ...) + v[owner], each add in fp32 rounded to
+ * bf16, the last one's sum divided by W first for COMM_AVG. The same IEEE operations
+ * on the same operands in the same order (a single add or divide, nothing for the
+ * compiler to contract): the result must match to the bit. */
+static uint16_t ring_bf16(const uint16_t *v, int size, int owner, enum comm_reduce_op op) {
+  uint16_t partial = v[(owner + 1) % size];
+  for (int k = 2; k <= size; k++) {
+    float sum = bf16_to_f32(partial) + bf16_to_f32(v[(owner + k) % size]);
+    partial = f32_to_bf16(k == size && op == COMM_AVG ? sum / (float)size : sum);
+  }
+  return partial;
+}
+
+/* bf16 reduce-scatter under any algorithm setting (it always takes the ring). Small
+ * integers must give the exact sum, and for AVG the correctly rounded quotient: fp32
+ * divides the exact sum with one rounding and bf16 rounds that again, which leaves the
+ * quotient correctly rounded (24 >= 2 * 8 + 2 bits), as does double's division. Random
+ * values must give what the ring's order gives. Also checks that send is left as it was. */
+static void check_reduce_scatter_bf16(struct suite *s, enum comm_reduce_scatter_algorithm algorithm, size_t count,
+                                      enum comm_reduce_op op, int random_values) {
+  int rank = comm_rank(s->group), size = comm_size(s->group);
+  size_t total = (size_t)size * count;
+  uint16_t *send = fsdp_xmalloc(total * sizeof *send), *recv = fsdp_xmalloc(count * sizeof *recv);
+  uint16_t *sent = fsdp_xmalloc(total * sizeof *sent), v[64];
+  FSDP_CHECK(size <= 64);
+  for (size_t j = 0; j < total; j++)
+    send[j] = random_values ? random_bf16(s, rank, j) : f32_to_bf16((float)small_integer(s, rank, j));
+  memcpy(sent, send, total * sizeof *send);
+  for (size_t i = 0; i < count; i++) recv[i] = 0x7fc1u; /* a NaN: no sum of finite values */
+
+  comm_set_reduce_scatter_algorithm(algorithm);
+  comm_reduce_scatter(s->group, send, recv, count, COMM_BF16, op);
+  comm_set_reduce_scatter_algorithm(COMM_RS_AUTO);
+
+  for (size_t i = 0; i < count; i++) {
+    size_t j = (size_t)rank * count + i;
+    uint16_t want;
+    if (random_values) {
+      for (int r = 0; r < size; r++) v[r] = random_bf16(s, r, j);
+      want = ring_bf16(v, size, rank, op);
+    } else {
+      int sum = 0;
+      for (int r = 0; r < size; r++) sum += small_integer(s, r, j);
+      want = f32_to_bf16(op == COMM_SUM ? (float)sum : (float)(sum / (double)size));
+    }
+    if (recv[i] != want)
+      fsdp_fatal("collectives_test: reduce_scatter %s on %s (bf16, %s values, %s, count %zu) wrong on rank %d: "
+                 "element %zu is 0x%04x (%.9g), expected 0x%04x (%.9g)",
+                 op == COMM_SUM ? "SUM" : "AVG", s->group_name, random_values ? "random" : "small integer",
+                 algorithm_name(algorithm), count, rank, i, recv[i], bf16_to_f32(recv[i]), want, bf16_to_f32(want));
+  }
+  if (memcmp(send, sent, total * sizeof *send) != 0)
+    fsdp_fatal("collectives_test: bf16 reduce_scatter on %s changed its send buffer (rank %d, count %zu)",
+               s->group_name, rank, count);
+  free(send), free(recv), free(sent);
+  s->checks++;
+}
+
+static void run_suite16(struct suite *s) {
+  static const enum comm_dtype halves[] = {COMM_BF16, COMM_F16};
+  for (size_t d = 0; d < 2; d++)
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+      check_all_gather16(s, halves[d], counts[c], 0);
+      check_all_gather16(s, halves[d], counts[c], 1);
+    }
+  /* Past the ring's segments of 128 Ki bf16 elements, and through its window many times. */
+  static const size_t rs_counts[] = {0, 1, 7, 4097, 131073, (1 << 20) + 3};
+  static const enum comm_reduce_scatter_algorithm algorithms[] = {COMM_RS_AUTO, COMM_RS_MPI, COMM_RS_RING};
+  for (size_t c = 0; c < sizeof rs_counts / sizeof rs_counts[0]; c++)
+    for (size_t a = 0; a < 3; a++)
+      for (int random_values = 0; random_values < 2; random_values++) {
+        check_reduce_scatter_bf16(s, algorithms[a], rs_counts[c], COMM_SUM, random_values);
+        check_reduce_scatter_bf16(s, algorithms[a], rs_counts[c], COMM_AVG, random_values);
+      }
+}
+
 /* From the last rank, so that a root other than 0 is exercised whenever W > 1. */
 static void check_broadcast(struct suite *s, enum comm_dtype dtype, size_t count) {
   int rank = comm_rank(s->group), root = comm_size(s->group) - 1;
@@ -272,6 +410,7 @@ static void run_suite(struct suite *s) {
       }
     check_ring_deterministic(s, float_dtypes[d], 70001);
   }
+  run_suite16(s);
   comm_barrier(s->group);
 }
 
@@ -279,6 +418,7 @@ int main(int argc, char **argv) {
   comm_init(&argc, &argv);
   FSDP_CHECK(comm_dtype_size(COMM_F32) == 4 && comm_dtype_size(COMM_F64) == 8);
   FSDP_CHECK(comm_dtype_size(COMM_I32) == 4 && comm_dtype_size(COMM_I64) == 8);
+  FSDP_CHECK(comm_dtype_size(COMM_BF16) == 2 && comm_dtype_size(COMM_F16) == 2);
 
   struct comm_group *world = comm_world(), *self = comm_self();
   if (comm_size(self) != 1 || comm_rank(self) != 0)
@@ -292,7 +432,7 @@ int main(int argc, char **argv) {
 
   fsdp_log_info("collectives_test: W=%d: all %d collective calls match the reference on every "
                 "rank (world and self; f32 f64 i32 i64; counts 0 1 7 1000 4097; reduce-scatter by MPI "
-                "and by ring, f32 f64, counts 0 to 2^20+3)",
+                "and by ring, f32 f64, counts 0 to 2^20+3; bf16 f16 all-gather, bf16 reduce-scatter)",
                 comm_size(world), world_suite.checks + self_suite.checks);
   comm_finalize();
   return 0;

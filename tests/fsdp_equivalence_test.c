@@ -1,7 +1,10 @@
 /* FSDP changes no mathematics: GPT-2 trained for 10 AdamW steps on W ranks with
  * a given strategy gives the single-process loss and grad-norm trajectory on the
- * same global batch, and the same final parameters. Overlap changes nothing at
- * all: every prefetch mode gives the run without overlap bit for bit. Along the
+ * same global batch, and the same final parameters. Overlap and activation
+ * checkpointing change nothing at all: every prefetch mode, and checkpointing of
+ * every block or every second one, give the plain run bit for bit. Gradient
+ * accumulation over micro-batches, in both modes, gives the one-batch run to
+ * rounding (the sums run in another order). Along the
  * way the memory tracker proves the sharded-state formula and the unsharded
  * buffers' lifetimes and limit.
  * Usage (under mpirun -np W): fsdp_equivalence_test full|grad-op|none */
@@ -137,31 +140,46 @@ static float *gather_params(struct fsdp_model *m, size_t n) {
   return params;
 }
 
+/* How a run differs from the plain one besides its overlap. */
+struct variant {
+  const char *name;
+  int ac_every;       /* gpt2_create's */
+  int micro_batches;  /* 0 or 1: none */
+  int no_sync;        /* accumulate unsharded gradients, reduce at the last micro-batch */
+};
+static const struct variant PLAIN = {"plain", 0, 1, 0};
+
 static void train(struct comm_group *group, enum sharding_strategy s, const struct fsdp_overlap *overlap,
-                  int first_row, int rows, int check_memory, struct trajectory *out) {
+                  const struct variant *v, int first_row, int rows, int check_memory, struct trajectory *out) {
   struct fsdp_model m;
   struct gpt2 g;
-  fsdp_model_init(&m, group, s, overlap);
-  gpt2_create(&g, &CONFIG, &m, rows, SEQ);
+  int K = v->micro_batches, micro = rows / K;
+  fsdp_model_init(&m, group, s, overlap, NULL);
+  gpt2_create(&g, &CONFIG, &m, micro, SEQ, v->ac_every);
   fsdp_model_init_params(&m, SEED);
   out->n_params = fsdp_model_numel(&m);
   out->initial_params = gather_params(&m, out->n_params);
   if (check_memory) check_sharded_state(&m, s == SHARD_NONE ? 1 : comm_size(group));
 
-  int *inputs = malloc((size_t)rows * SEQ * sizeof(int)), *targets = malloc((size_t)rows * SEQ * sizeof(int));
+  int *inputs = malloc((size_t)micro * SEQ * sizeof(int)), *targets = malloc((size_t)micro * SEQ * sizeof(int));
   /* The attention key bias has a gradient that is mathematically zero (softmax
    * ignores a shift), so what is computed is rounding noise; with eps 1e-8 Adam
    * would turn that noise into full-size steps of random sign. eps 1e-6 keeps
    * noise still and leaves the real gradients (>= 1e-4 here) as they are. */
   struct adamw_config adamw = {.lr = 3e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-6f, .weight_decay = 0.1f};
   for (int step = 0; step < STEPS; step++) {
-    make_batch(step, first_row, rows, inputs, targets);
     mem_reset_peaks();
-    gpt2_forward(&g, inputs, targets);
-    if (check_memory) check_after_forward(&g, s);
-    gpt2_backward(&g);
-    if (check_memory) check_after_backward(&g, s, overlap);
-    out->loss[step] = fsdp_model_mean_across_ranks(&m, g.mean_loss);
+    double loss = 0.0;
+    for (int k = 0; k < K; k++) {
+      make_batch(step, first_row + k * micro, micro, inputs, targets);
+      m.requires_grad_sync = !v->no_sync || k == K - 1;
+      gpt2_forward(&g, inputs, targets);
+      if (check_memory) check_after_forward(&g, s);
+      gpt2_backward(&g, 1.0f / (float)K);
+      if (check_memory) check_after_backward(&g, s, overlap);
+      loss += g.mean_loss;
+    }
+    out->loss[step] = fsdp_model_mean_across_ranks(&m, loss / K);
     out->grad_norm[step] = fsdp_model_grad_norm(&m);
     fsdp_model_clip_grads(&m, out->grad_norm[step], 0.5);
     fsdp_model_adamw_step(&m, &adamw, step + 1);
@@ -174,6 +192,33 @@ static void train(struct comm_group *group, enum sharding_strategy s, const stru
 }
 
 static double relative_diff(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-12); }
+
+static void check_bitwise_equal(const char *name, struct trajectory *run, const struct trajectory *expected) {
+  if (memcmp(run->loss, expected->loss, sizeof run->loss) != 0 ||
+      memcmp(run->grad_norm, expected->grad_norm, sizeof run->grad_norm) != 0 ||
+      memcmp(run->params, expected->params, expected->n_params * sizeof(float)) != 0)
+    fail("%s: the trajectory or the final parameters differ from the plain run without overlap", name);
+  free(run->initial_params);
+  free(run->params);
+}
+
+static double max_param_diff(const struct trajectory *a, const struct trajectory *b) {
+  double worst = 0.0;
+  for (size_t i = 0; i < a->n_params; i++) worst = fmax(worst, fabs(a->params[i] - b->params[i]));
+  return worst;
+}
+
+/* The same losses and grad norms to TRAJECTORY_TOLERANCE, and final parameters to PARAM_TOLERANCE. */
+static void check_close(const char *name, const struct trajectory *run, const struct trajectory *expected) {
+  for (int step = 0; step < STEPS; step++) {
+    if (relative_diff(run->loss[step], expected->loss[step]) > TRAJECTORY_TOLERANCE)
+      fail("%s: step %d loss %.9g, expected %.9g", name, step, run->loss[step], expected->loss[step]);
+    if (relative_diff(run->grad_norm[step], expected->grad_norm[step]) > TRAJECTORY_TOLERANCE)
+      fail("%s: step %d grad norm %.9g, expected %.9g", name, step, run->grad_norm[step], expected->grad_norm[step]);
+  }
+  double worst = max_param_diff(run, expected);
+  if (worst > PARAM_TOLERANCE) fail("%s: final parameters differ by up to %g", name, worst);
+}
 
 int main(int argc, char **argv) {
   comm_init(&argc, &argv);
@@ -190,7 +235,7 @@ int main(int argc, char **argv) {
   }
 
   struct trajectory reference = {0}, sharded = {0};
-  if (rank == 0) train(comm_self(), SHARD_FULL, NULL, 0, GLOBAL_BATCH, 0, &reference);
+  if (rank == 0) train(comm_self(), SHARD_FULL, NULL, &PLAIN, 0, GLOBAL_BATCH, 0, &reference);
   comm_broadcast(world, &reference, sizeof reference.loss + sizeof reference.grad_norm, 0);
   comm_broadcast(world, &reference.n_params, sizeof reference.n_params, 0);
   size_t param_bytes = reference.n_params * sizeof(float);
@@ -202,30 +247,36 @@ int main(int argc, char **argv) {
   comm_broadcast(world, reference.params, param_bytes, 0);
 
   int rows = GLOBAL_BATCH / W;
-  train(world, (enum sharding_strategy)strategy, &MODES[0].overlap, rank * rows, rows, 1, &sharded);
+  enum sharding_strategy s = (enum sharding_strategy)strategy;
+  train(world, s, &MODES[0].overlap, &PLAIN, rank * rows, rows, 1, &sharded);
   for (int mode = 1; mode < N_MODES; mode++) {
     struct trajectory overlapped = {0};
-    train(world, (enum sharding_strategy)strategy, &MODES[mode].overlap, rank * rows, rows, 1, &overlapped);
-    if (memcmp(overlapped.loss, sharded.loss, sizeof sharded.loss) != 0 ||
-        memcmp(overlapped.grad_norm, sharded.grad_norm, sizeof sharded.grad_norm) != 0 ||
-        memcmp(overlapped.params, sharded.params, sharded.n_params * sizeof(float)) != 0)
-      fail("%s: the trajectory or the final parameters differ from the run without overlap", MODES[mode].name);
-    free(overlapped.initial_params);
-    free(overlapped.params);
+    train(world, s, &MODES[mode].overlap, &PLAIN, rank * rows, rows, 1, &overlapped);
+    check_bitwise_equal(MODES[mode].name, &overlapped, &sharded);
   }
-
-  for (int step = 0; step < STEPS; step++) {
-    if (relative_diff(sharded.loss[step], reference.loss[step]) > TRAJECTORY_TOLERANCE)
-      fail("step %d loss %.9g, single process %.9g", step, sharded.loss[step], reference.loss[step]);
-    if (relative_diff(sharded.grad_norm[step], reference.grad_norm[step]) > TRAJECTORY_TOLERANCE)
-      fail("step %d grad norm %.9g, single process %.9g", step, sharded.grad_norm[step], reference.grad_norm[step]);
+  const struct fsdp_overlap *default_overlap = &MODES[3].overlap;
+  const struct variant checkpointed[] = {{"activation checkpointing of every block", 1, 1, 0},
+                                         {"activation checkpointing of every 2nd block", 2, 1, 0}};
+  for (int i = 0; i < 2; i++) {
+    struct trajectory run = {0};
+    train(world, s, default_overlap, &checkpointed[i], rank * rows, rows, 0, &run);
+    check_bitwise_equal(checkpointed[i].name, &run, &sharded);
   }
+  /* The rows of a rank split into K micro-batches: 2, or 3 where rows is odd. */
+  int K = rows % 2 == 0 ? 2 : 3;
+  const struct variant accumulated[] = {{"accumulation, sharded", 0, K, 0}, {"accumulation, no sync", 0, K, 1}};
+  for (int i = 0; i < 2; i++) {
+    struct trajectory run = {0};
+    train(world, s, default_overlap, &accumulated[i], rank * rows, rows, 0, &run);
+    check_close(accumulated[i].name, &run, &sharded);
+    free(run.initial_params);
+    free(run.params);
+  }
+  check_close("sharded", &sharded, &reference);
   /* Each rank initialised only its own shard: together they are the one-process model, bit for bit. */
   if (memcmp(sharded.initial_params, reference.initial_params, param_bytes) != 0)
     fail("the initial parameters differ from the single-process model's");
-  double worst = 0.0;
-  for (size_t i = 0; i < sharded.n_params; i++) worst = fmax(worst, fabs(sharded.params[i] - reference.params[i]));
-  if (worst > PARAM_TOLERANCE) fail("final parameters differ by up to %g", worst);
+  double worst = max_param_diff(&sharded, &reference);
 
   int total = failures;
   comm_all_reduce(world, &total, 1, COMM_I32, COMM_SUM);

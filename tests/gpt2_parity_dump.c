@@ -1,12 +1,14 @@
 /* Writes what tools/gpt2_parity_check.py compares against PyTorch: the initial
  * weights, the batches, the logits, loss and every gradient of the first batch,
- * then the losses and grad norms of 10 clipped AdamW steps.
- * Usage: gpt2_parity_dump OUT.bin */
+ * then the losses and grad norms of 10 clipped AdamW steps. With a 16-bit
+ * PARAM_DTYPE the model gathers and computes from parameters rounded to it.
+ * Usage: gpt2_parity_dump OUT.bin [fp32|bf16|fp16] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fsdp/comm.h"
+#include "fsdp/dtype.h"
 #include "fsdp/gpt2.h"
 #include "fsdp/rng.h"
 #include "tensor_file.h"
@@ -31,19 +33,22 @@ static void write_unit(FILE *f, struct fsdp_unit *u, const char *prefix, const f
 
 int main(int argc, char **argv) {
   comm_init(&argc, &argv);
-  if (argc != 2) {
-    fprintf(stderr, "usage: gpt2_parity_dump OUT.bin\n");
+  int dtype = argc == 3 ? dtype_parse(argv[2]) : DTYPE_F32;
+  if (argc < 2 || argc > 3 || dtype < 0) {
+    fprintf(stderr, "usage: gpt2_parity_dump OUT.bin [fp32|bf16|fp16]\n");
     return 2;
   }
   FILE *out = tensor_file_create(argv[1]);
   struct fsdp_model m;
   struct gpt2 g;
-  fsdp_model_init(&m, comm_self(), SHARD_FULL, NULL);
-  gpt2_create(&g, &CONFIG, &m, B, T);
+  struct fsdp_mixed_precision mp = {.param_dtype = (enum dtype)dtype, .reduce_dtype = DTYPE_F32};
+  fsdp_model_init(&m, comm_self(), SHARD_FULL, NULL, &mp);
+  gpt2_create(&g, &CONFIG, &m, B, T, 0);
   fsdp_model_init_params(&m, SEED);
 
   float config[] = {CONFIG.n_layer, CONFIG.n_head, CONFIG.n_embd, CONFIG.vocab_size, CONFIG.max_seq_len,
-                    ADAMW.lr, ADAMW.beta1, ADAMW.beta2, ADAMW.eps, ADAMW.weight_decay, GRAD_CLIP};
+                    ADAMW.lr, ADAMW.beta1, ADAMW.beta2, ADAMW.eps, ADAMW.weight_decay, GRAD_CLIP,
+                    (float)dtype};
   tensor_file_write(out, "config", config, 1, (int[]){sizeof config / sizeof config[0]});
   for (int i = 0; i < m.n_units; i++) {
     float *flat = malloc(m.units[i]->layout.numel * sizeof(float));
@@ -63,11 +68,12 @@ int main(int argc, char **argv) {
   float losses[STEPS], grad_norms[STEPS];
   for (int step = 0; step < STEPS; step++) {
     gpt2_forward(&g, inputs + step * B * T, targets + step * B * T);
-    gpt2_backward(&g);
+    /* The logits live until the backward. */
+    if (step == 0) tensor_file_write(out, "logits", g.logits, 3, (int[]){B, T, CONFIG.vocab_size});
+    gpt2_backward(&g, 1.0f);
     losses[step] = g.mean_loss;
     grad_norms[step] = (float)fsdp_model_grad_norm(&m);
     if (step == 0) {
-      tensor_file_write(out, "logits", g.logits, 3, (int[]){B, T, CONFIG.vocab_size});
       /* One rank: each unit's gradient shard is its whole flat gradient. */
       for (int i = 0; i < m.n_units; i++) write_unit(out, m.units[i], "grad.", m.units[i]->grad_shard);
     }

@@ -6,12 +6,7 @@
 #   never passes --max-unsharded;
 # - the log carries comm_ms and exposed_comm_ms.
 # Usage: overlap_test.sh path/to/fsdp PYTHON SOURCE_DIR MPIRUN...
-set -eu
-FSDP=$1 PYTHON=$2 SRC=$3
-shift 3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cat "$SRC"/src/*/*.c "$SRC"/src/nn/cpu/*.c > "$tmp/corpus.txt"
+. "$(dirname "$0")/train_test_setup.sh"
 
 # Units of 0.8M parameters: their all-gathers take long enough to be seen in flight.
 train() {  # train RANKS NAME [ARGS...]

@@ -3,6 +3,7 @@
  * views into the gathered buffer are the parameters, padding stays zero, the
  * reduce-scatter averages the ranks' gradients, and the unsharded buffers live
  * exactly as long as the strategy says. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -55,7 +56,7 @@ static void check_strategy(enum sharding_strategy strategy) {
   int W = comm_size(world), rank = comm_rank(world);
   int mesh = strategy == SHARD_NONE ? 1 : W;
   struct fsdp_model m;
-  fsdp_model_init(&m, world, strategy, NULL);
+  fsdp_model_init(&m, world, strategy, NULL, NULL);
   struct fsdp_unit *u = fsdp_model_add_unit(&m, "test unit", specs, N_PARAMS, 0);
   fsdp_unit_init_params(u, SEED);
   struct flat_layout *l = &u->layout;
@@ -129,6 +130,41 @@ static void check_strategy(enum sharding_strategy strategy) {
   EXPECT(unsharded_bytes(MEM_SHARDED_PARAMS) == 0 && unsharded_bytes(MEM_OPTIMIZER) == 0, "unit leaked memory");
 }
 
+/* Two micro-batches on a one-unit model (whose reduction is always the latest one):
+ * gradients g and 2g on each rank reduce to 3 x their average over the ranks, whether
+ * each micro-batch is reduced into the shard or the unsharded gradients are kept and
+ * reduced once. */
+static void check_accumulation(enum sharding_strategy strategy, int no_sync) {
+  struct comm_group *world = comm_world();
+  int W = comm_size(world), rank = comm_rank(world);
+  struct fsdp_model m;
+  fsdp_model_init(&m, world, strategy, NULL, NULL);
+  struct fsdp_unit *u = fsdp_model_add_unit(&m, "test unit", specs, N_PARAMS, 0);
+  struct flat_layout *l = &u->layout;
+  for (int k = 0; k < 2; k++) {
+    m.requires_grad_sync = !no_sync || k == 1;
+    fsdp_pre_forward(&m, u);
+    fsdp_post_forward(&m, u);
+    fsdp_pre_backward(&m, u);
+    for (int p = 0; p < N_PARAMS; p++) {
+      float *grad = fsdp_unit_grad(u, p);
+      for (size_t i = 0; i < l->params[p].numel; i++) grad[i] += (float)(k + 1) * rank_grad(rank, l->params[p].offset + i);
+    }
+    fsdp_post_backward(&m, u);
+  }
+  fsdp_model_wait_for_grads(&m);
+  size_t shard_begin = strategy == SHARD_NONE ? 0 : (size_t)rank * l->shard;
+  for (size_t s = 0; s < l->shard && shard_begin + s < l->numel; s++) {
+    double sum = 0.0;
+    for (int r = 0; r < W; r++) sum += 3.0 * rank_grad(r, shard_begin + s);
+    double expected = sum / W;
+    EXPECT(fabs(u->grad_shard[s] - expected) <= 1e-5 * fabs(expected) + 1e-7,
+           "%s accumulation: gradient at %zu is %g, expected %g", no_sync ? "no-sync" : "sharded", shard_begin + s,
+           u->grad_shard[s], expected);
+  }
+  fsdp_model_free(&m);
+}
+
 int main(int argc, char **argv) {
   comm_init(&argc, &argv);
   const enum sharding_strategy strategies[] = {SHARD_FULL, SHARD_GRAD_OP, SHARD_NONE};
@@ -136,6 +172,8 @@ int main(int argc, char **argv) {
   for (int s = 0; s < 3; s++) {
     strategy_name = names[s];
     check_strategy(strategies[s]);
+    check_accumulation(strategies[s], 0);
+    check_accumulation(strategies[s], 1);
   }
   int total = failures;
   comm_all_reduce(comm_world(), &total, 1, COMM_I32, COMM_SUM);

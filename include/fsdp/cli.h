@@ -11,6 +11,10 @@
 #include "fsdp/gpt2.h"
 #include "fsdp/runtime.h"
 
+/* Gradient accumulation over micro-batches: reduce-scatter each one and add into the
+ * sharded gradient, or keep the unsharded gradients and reduce once at the end. */
+enum accum_mode { ACCUM_SHARDED, ACCUM_NO_SYNC };
+
 struct train_options {
   const char *model;           /* preset name */
   struct gpt2_config gpt2;     /* preset, then overridden by --n-layer etc. */
@@ -31,13 +35,28 @@ struct train_options {
   struct fsdp_overlap overlap;
   const char *trace_path;
   int trace_first, trace_last; /* steps, from 1 */
+  int ac_every;                /* gpt2_create's: 0 none, 1 every block, K every K-th */
+  struct fsdp_mixed_precision mp;
+  float loss_scale;            /* fp16: the initial dynamic loss scale; else 0 */
+  int grad_accum;              /* micro-batches per step */
+  enum accum_mode accum_mode;
+  const char *snapshot_path;
+  int snapshot_first, snapshot_last;
+  int world_size;              /* plan only */
+  const char *format;          /* plan only: text or json */
 };
+
+/* train and plan take the same model, batch and sharding flags; plan adds
+ * --world-size and --format and needs no --data. */
+enum options_command { OPTIONS_TRAIN, OPTIONS_PLAN };
 
 /* Fills defaults, then parses argv (argv[0] is the command name, "train"); ends
  * the job with a message naming the flag on any bad input. Returns 1 when --help
  * was printed. */
-int train_options_parse(struct train_options *o, int argc, char **argv);
-void train_options_print_help(void);
+int train_options_parse(enum options_command command, struct train_options *o, int argc, char **argv);
+void train_options_print_help(enum options_command command);
+/* B: --batch-size, or --global-batch-size / (world_size * --grad-accum), which must divide. */
+int train_options_batch_per_rank(const struct train_options *o, int world_size);
 
 enum token_format { TOKENS_TEXT, TOKENS_NANOGPT, TOKENS_LLMC };
 
@@ -75,6 +94,8 @@ struct step_metrics {
    * exposed_comm_ms: the compute thread's time blocked waiting for them. */
   double comm_ms, all_gather_ms, reduce_scatter_ms, exposed_comm_ms;
   double val_loss;           /* NAN when not evaluated this step */
+  double loss_scale;         /* fp16: the dynamic loss scale the step ran with; else 0 */
+  int skipped;               /* fp16: the gradients overflowed and no update was made */
   size_t mem_peak_bytes;     /* the largest peak of any rank */
   struct mem_stats mem;      /* this rank's, by category */
 };
@@ -95,6 +116,16 @@ void trace_file_check_writable(const char *path);
  * stream idle; the events are left in place. A failure ends the job naming --trace. */
 void trace_file_write(const char *path, struct comm_group *group);
 
+/* For --memory-snapshot, on rank 0 before training, as trace_file_check_writable. */
+void memory_snapshot_check_writable(const char *path);
+/* Collective, as trace_file_write: every rank's recorded memory events
+ * (mem_snapshot_events) of steps first..last go into one JSON file on rank 0
+ * (docs/architecture.md, "Memory snapshots"), which `fsdp memviz` draws. */
+void memory_snapshot_write(const char *path, struct comm_group *group, int first_step, int last_step);
+
 int fsdp_train_main(int argc, char **argv);
+int fsdp_plan_main(int argc, char **argv);
+/* `fsdp memviz SNAPSHOT -o OUT`: draws a memory snapshot as HTML or SVG; no MPI. */
+int fsdp_memviz_main(int argc, char **argv);
 
 #endif

@@ -7,7 +7,10 @@
 
 struct stream;
 
-enum comm_dtype { COMM_F32, COMM_F64, COMM_I32, COMM_I64 };
+/* COMM_BF16 and COMM_F16 are 16-bit floats held as their bit patterns (fsdp/dtype.h).
+ * Both can be all-gathered; only COMM_BF16 can be reduced, and only by
+ * comm_reduce_scatter with COMM_SUM or COMM_AVG. */
+enum comm_dtype { COMM_F32, COMM_F64, COMM_I32, COMM_I64, COMM_BF16, COMM_F16 };
 enum comm_reduce_op { COMM_SUM, COMM_AVG, COMM_MAX };
 
 struct comm_group; /* opaque: the runtime above never sees MPI */
@@ -28,7 +31,11 @@ int comm_size(const struct comm_group *g);
 /* recv[r * count .. (r+1) * count) = send of rank r; send may alias recv + rank * count. */
 void comm_all_gather(struct comm_group *g, const void *send, void *recv, size_t count,
                      enum comm_dtype dtype);
-/* recv (count elements) = op over ranks of send[rank * count .. (rank+1) * count). */
+/* recv (count elements) = op over ranks of send[rank * count .. (rank+1) * count).
+ * COMM_BF16 always goes round the ring (src/comm/ring.h), whatever
+ * comm_set_reduce_scatter_algorithm says: each hop adds in fp32 and rounds to bf16,
+ * as NCCL's ring does; COMM_AVG divides the last hop's fp32 sum by the world size
+ * before that rounding. */
 void comm_reduce_scatter(struct comm_group *g, const void *send, void *recv, size_t count,
                          enum comm_dtype dtype, enum comm_reduce_op op);
 /* In place: buf = op over ranks of buf. */
@@ -58,6 +65,10 @@ void comm_all_reduce_async(struct comm_group *g, struct stream *s, const char *l
  * message size, as measured by bench/collectives.sh (docs/benchmarks.md). */
 enum comm_reduce_scatter_algorithm { COMM_RS_AUTO, COMM_RS_MPI, COMM_RS_RING };
 void comm_set_reduce_scatter_algorithm(enum comm_reduce_scatter_algorithm a);
+/* The tracked MEM_COMM bytes a reduce-scatter of count elements per rank over size
+ * ranks holds while it runs (the ring's message slots; Open MPI's own buffers are
+ * not tracked). */
+size_t comm_reduce_scatter_workspace_bytes(int size, size_t count, enum comm_dtype dtype);
 
 /* Concatenates every rank's bytes on root, in rank order: returns a malloc'd buffer
  * (free it) with the total in *total_bytes on root, NULL elsewhere. */

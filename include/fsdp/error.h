@@ -18,8 +18,9 @@ _Noreturn void fsdp_fatal(const char *fmt, ...) __attribute__((format(printf, 1,
     if (!(cond)) fsdp_fatal("internal check failed: %s (%s:%d)", #cond, __FILE__, __LINE__); \
   } while (0)
 
-/* malloc/calloc that end the job with a message instead of returning NULL. */
+/* malloc/calloc/realloc that end the job with a message instead of returning NULL. */
 void *fsdp_xmalloc(size_t bytes);
 void *fsdp_xcalloc(size_t count, size_t size);
+void *fsdp_xrealloc(void *ptr, size_t bytes);
 
 #endif

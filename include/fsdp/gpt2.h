@@ -44,9 +44,12 @@ struct gpt2_block_acts {
   float *residual3;                 /* (N, C): the block's output */
 };
 
+/* Activations live from the forward that makes them to the backward that uses them
+ * (NULL otherwise); a checkpointed block holds only its output between the two. */
 struct gpt2 {
   struct gpt2_config config;
   int B, T;
+  int ac_every;           /* activation checkpointing of every ac_every-th block; 0: none */
   struct fsdp_model *fsdp;
   struct fsdp_unit *root;
   struct fsdp_unit **blocks;
@@ -69,13 +72,25 @@ struct gpt2 {
 /* NULL when batches of B x T fit the kernels' int sizes, else a message saying what is too large. */
 const char *gpt2_batch_problem(const struct gpt2_config *c, int B, int T);
 
-/* Declares the units on fsdp (which must have none yet) and allocates activations for batches of B x T. */
-void gpt2_create(struct gpt2 *model, const struct gpt2_config *config, struct fsdp_model *fsdp, int B, int T);
+/* Declares the units on fsdp (which must have none yet), for batches of B x T.
+ * ac_every = K > 0 checkpoints blocks K-1, 2K-1, ... (1: all of them, 0: none). */
+void gpt2_create(struct gpt2 *model, const struct gpt2_config *config, struct fsdp_model *fsdp, int B, int T,
+                 int ac_every);
 void gpt2_free(struct gpt2 *model);
 
 /* Forward over one batch; sets mean_loss. Drives each unit's pre/post-forward hooks. */
 void gpt2_forward(struct gpt2 *model, const int *inputs, const int *targets);
-/* Backward of the last forward; leaves every unit's reduced gradient in its grad_shard. */
-void gpt2_backward(struct gpt2 *model);
+/* Backward of the last forward, for the loss loss_scale * mean_loss (1/K for one of
+ * K accumulated micro-batches, times the fp16 loss scale); hands each unit's
+ * gradients to the runtime, which reduces them into its grad_shard. */
+void gpt2_backward(struct gpt2 *model, float loss_scale);
+/* Frees the activations of a forward that no backward will use (an evaluation). */
+void gpt2_release_activations(struct gpt2 *model);
+int gpt2_is_checkpointed(const struct gpt2 *model, int layer);
+/* On a model created over a dry-run fsdp model (fsdp_model_init_dry_run): the
+ * hooks of a forward and a backward, and the activation bytes they allocate and
+ * free, counted as planned memory without computing anything. */
+void gpt2_dry_run_forward(struct gpt2 *model);
+void gpt2_dry_run_backward(struct gpt2 *model);
 
 #endif

@@ -22,6 +22,7 @@ struct mem_stats {
   size_t peak[MEM_NUM_CATEGORIES];
   size_t total_current;
   size_t total_peak; /* peak of the sum, not the sum of peaks */
+  size_t at_total_peak[MEM_NUM_CATEGORIES]; /* each category's bytes at that moment */
 };
 
 /* Returns zeroed memory aligned to 64 bytes; bytes may be 0. Ends the job when out of memory. */
@@ -31,10 +32,38 @@ void *mem_alloc(size_t bytes, enum mem_category category);
 void *mem_alloc_for_overwrite(size_t bytes, enum mem_category category);
 /* Accepts NULL. */
 void mem_free(void *ptr);
+/* Counts bytes in a category as if allocated (+) or freed (-), allocating nothing:
+ * for a dry run that plans memory (src/fsdp/dry_run.c). */
+void mem_count_planned(enum mem_category category, long long bytes);
 
 void mem_get_stats(struct mem_stats *out);
 /* Restarts the peaks from the current values (e.g. at the start of a step). */
 void mem_reset_peaks(void);
 const char *mem_category_name(enum mem_category category);
+
+/* Labels for what this thread allocates and frees until the matching pop: the
+ * unit ("block 3", "" for none) and the operation ("forward", "all-gather"). A
+ * memory snapshot records them with each event. Contexts nest (at most 8 deep). */
+enum { MEM_LABEL_MAX = 32 };
+void mem_push_context(const char *unit, const char *op);
+void mem_pop_context(void);
+
+/* A memory snapshot: every allocation (bytes > 0) and free (bytes < 0) between
+ * start and stop, with the bytes of each category when it started. */
+struct mem_event {
+  double time_us; /* since mem_snapshot_start */
+  long long bytes;
+  int category;
+  int step;
+  char unit[MEM_LABEL_MAX];
+  char op[MEM_LABEL_MAX];
+};
+void mem_snapshot_start(void);
+void mem_snapshot_stop(void);
+/* The step number recorded with the events that follow. */
+void mem_snapshot_set_step(int step);
+/* Valid until the next snapshot call; start gets each category's bytes at mem_snapshot_start. */
+const struct mem_event *mem_snapshot_events(size_t *count, size_t start[MEM_NUM_CATEGORIES]);
+void mem_snapshot_clear(void);
 
 #endif

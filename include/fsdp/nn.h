@@ -6,6 +6,8 @@
 #ifndef FSDP_NN_H
 #define FSDP_NN_H
 
+#include <stddef.h>
+
 /* out[b,t,:] = wte[inp[b,t],:] + wpe[t,:] */
 void encoder_forward(float *out, const int *inp, const float *wte, const float *wpe, int B, int T, int C);
 void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp, int B, int T, int C);
@@ -27,6 +29,9 @@ void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dou
  * att (B, NH, T, T) receives softmax(q k^T / sqrt(hs)) with the masked (future) entries 0;
  * out (B, T, C) = att @ v with heads side by side. */
 void attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH);
+/* The activation bytes attention_backward allocates while it runs: a T x T scratch
+ * per OpenMP thread. */
+size_t attention_backward_scratch_bytes(int T);
 void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att, int B, int T,
                         int C, int NH);
 

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fsdp/dtype.h"
 #include "fsdp/flat_param.h"
 
 struct comm_group;
@@ -16,6 +17,15 @@ enum sharding_strategy {
   SHARD_FULL,    /* ZeRO-3: parameters resharded after forward, gathered again for backward */
   SHARD_GRAD_OP, /* ZeRO-2: parameters kept unsharded from forward until the unit's backward */
   SHARD_NONE     /* DDP: parameters replicated, gradients all-reduced */
+};
+
+/* FSDP's MixedPrecisionPolicy: param_dtype is what the all-gather moves and what
+ * the kernels compute from (they compute in fp32 from the rounded values on CPU);
+ * gradients are rounded to it too, then reduced in reduce_dtype. The sharded
+ * master parameters, gradients and AdamW state stay fp32. */
+struct fsdp_mixed_precision {
+  enum dtype param_dtype;
+  enum dtype reduce_dtype; /* fp32 or bf16 */
 };
 
 /* UNSHARDING: the all-gather is launched and may still be writing param_full. */
@@ -47,6 +57,7 @@ struct fsdp_unit {
   struct comm_group *group;
   const struct fsdp_streams *streams;
   int rank;
+  struct fsdp_mixed_precision mp;
   enum unit_state state;
 
   /* Sharded state, layout.shard elements each, alive for the unit's lifetime (fp32). */
@@ -62,12 +73,24 @@ struct fsdp_unit {
   /* Gradients a launched reduce-scatter may still read; freed once `reduced` is reached. */
   float *grad_reducing;
   int reducing; /* a reduction into grad_shard is launched and not yet waited for */
+  /* Gradient accumulation: grad_full holds gradients not reduced yet (no sync), and
+   * grad_shard holds reduced ones the optimizer has not used yet (the next reduction adds to them). */
+  int unreduced;
+  int grads_in_shard;
+  /* Comm buffers: param_shard in param_dtype while its all-gather runs, and the
+   * output of a reduction that is then added to grad_shard. */
+  uint16_t *gather_input;
+  float *reduce_output;
 
   double compute_begin_us;    /* where the span of the running forward or backward starts in a trace */
   struct event *compute_done; /* the compute stream's point a collective must wait for */
   struct event *gathered, *reduced;
 };
 
+/* The unit's name, place, policies and flat layout, with no buffer (a dry run's unit). */
+void fsdp_unit_describe(struct fsdp_unit *u, const char *name, int id, const struct param_spec *specs,
+                        int n_params, int world_size, enum sharding_strategy strategy, int is_root);
+/* fsdp_unit_describe, then the sharded state (zeroed) and the events. */
 void fsdp_unit_init(struct fsdp_unit *u, const char *name, int id, const struct param_spec *specs, int n_params,
                     struct comm_group *group, const struct fsdp_streams *streams, enum sharding_strategy strategy,
                     int is_root);
@@ -84,13 +107,16 @@ void fsdp_unit_unshard(struct fsdp_unit *u);
 void fsdp_unit_wait_unsharded(struct fsdp_unit *u);
 /* -> SHARDED: frees param_full (after waiting for an all-gather still writing it). */
 void fsdp_unit_reshard(struct fsdp_unit *u);
-/* A zeroed gradient buffer for the backward (DDP: the persistent gradient). */
+/* A zeroed gradient buffer for the backward (DDP: the persistent gradient), or the
+ * one still holding unreduced gradients, which the backward adds to. */
 void fsdp_unit_begin_grads(struct fsdp_unit *u);
-/* Launches the reduce-scatter (DDP: all-reduce) of the gradients into grad_shard. */
+/* Launches the reduce-scatter (DDP: all-reduce) of the gradients into grad_shard,
+ * or adds to grad_shard when it holds gradients the optimizer has not used. */
 void fsdp_unit_reduce_grads(struct fsdp_unit *u);
-/* Frees the gradients of a finished reduce-scatter. With wait, the compute stream
- * first waits for it, and grad_shard is final afterwards. */
-void fsdp_unit_release_grads(struct fsdp_unit *u, int wait);
+/* Keeps the gradients unreduced for the next backward to add to (no sync). */
+void fsdp_unit_keep_grads(struct fsdp_unit *u);
+/* Waits for the launched reduction and frees its buffers: grad_shard is final afterwards. */
+void fsdp_unit_release_grads(struct fsdp_unit *u);
 
 /* Views into the unsharded buffers: valid only while UNSHARDED (grad: during backward). */
 float *fsdp_unit_param(struct fsdp_unit *u, int param);

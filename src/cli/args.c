@@ -32,6 +32,9 @@ static const int DEFAULT_VAL_BATCHES = 4;
 /* The first step is left out of traces by default: it pays for first touches of memory. */
 static const int DEFAULT_TRACE_FIRST = 2, DEFAULT_TRACE_LAST = 3;
 
+/* torch.cuda.amp.GradScaler's initial scale. */
+static const float DEFAULT_LOSS_SCALE = 65536.0f;
+
 static const char *const DATA_FORMATS[] = {"auto", "text", "nanogpt", "llmc"};
 
 enum flag_id {
@@ -40,6 +43,8 @@ enum flag_id {
   F_LR, F_MIN_LR, F_WARMUP, F_WEIGHT_DECAY, F_GRAD_CLIP, F_BETA1, F_BETA2, F_EPS, F_SEED,
   F_DATA, F_DATA_FORMAT, F_VAL_FRACTION, F_VAL_EVERY, F_VAL_BATCHES,
   F_LOG, F_SHARDING, F_PREFETCH, F_BACKWARD_PREFETCH, F_MAX_UNSHARDED, F_OVERLAP, F_TRACE, F_TRACE_STEPS,
+  F_AC, F_PARAM_DTYPE, F_REDUCE_DTYPE, F_LOSS_SCALE, F_GRAD_ACCUM, F_ACCUM_MODE, F_MEMORY_SNAPSHOT,
+  F_SNAPSHOT_STEPS, F_WORLD_SIZE, F_FORMAT,
   F_NUM_FLAGS
 };
 
@@ -53,8 +58,17 @@ static const char *const FLAG_NAMES[F_NUM_FLAGS] = {
   [F_VAL_FRACTION] = "--val-fraction", [F_VAL_EVERY] = "--val-every", [F_VAL_BATCHES] = "--val-batches",
   [F_LOG] = "--log", [F_SHARDING] = "--sharding", [F_PREFETCH] = "--prefetch",
   [F_BACKWARD_PREFETCH] = "--backward-prefetch", [F_MAX_UNSHARDED] = "--max-unsharded", [F_OVERLAP] = "--overlap",
-  [F_TRACE] = "--trace", [F_TRACE_STEPS] = "--trace-steps",
+  [F_TRACE] = "--trace", [F_TRACE_STEPS] = "--trace-steps", [F_AC] = "--ac", [F_PARAM_DTYPE] = "--param-dtype",
+  [F_REDUCE_DTYPE] = "--reduce-dtype", [F_LOSS_SCALE] = "--loss-scale", [F_GRAD_ACCUM] = "--grad-accum",
+  [F_ACCUM_MODE] = "--accum-mode", [F_MEMORY_SNAPSHOT] = "--memory-snapshot", [F_SNAPSHOT_STEPS] = "--snapshot-steps",
+  [F_WORLD_SIZE] = "--world-size", [F_FORMAT] = "--format",
 };
+
+/* Flags of one command only; the rest are shared by train and plan. */
+static int flag_allowed(enum options_command command, enum flag_id id) {
+  if (id == F_WORLD_SIZE || id == F_FORMAT) return command == OPTIONS_PLAN;
+  return 1;
+}
 
 struct flag_arg {
   enum flag_id id;
@@ -148,6 +162,33 @@ static enum backward_prefetch parse_backward_prefetch(const char *text) {
   return (enum backward_prefetch)p;
 }
 
+static enum dtype parse_dtype(const char *flag, const char *text, int allow_f16) {
+  int d = dtype_parse(text);
+  if (d < 0 || (d == DTYPE_F16 && !allow_f16))
+    fsdp_fatal("%s: unknown dtype '%s' (known: %s)", flag, text, allow_f16 ? "fp32, bf16, fp16" : "fp32, bf16");
+  return (enum dtype)d;
+}
+
+/* none, full, or every:K (K >= 1): how many blocks activation checkpointing covers. */
+static int parse_ac(const char *flag, const char *text) {
+  if (strcmp(text, "none") == 0) return 0;
+  if (strcmp(text, "full") == 0) return 1;
+  if (strncmp(text, "every:", 6) != 0) fsdp_fatal("%s: expected none, full or every:K, got '%s'", flag, text);
+  char *end;
+  errno = 0;
+  long k = starts_like_number(text + 6) ? strtol(text + 6, &end, 10) : 0;
+  if (!starts_like_number(text + 6) || *end != '\0' || errno == ERANGE || k > INT_MAX)
+    fsdp_fatal("%s: '%s' is not every:K with an integer K", flag, text);
+  if (k < 1) fsdp_fatal("%s: every:K needs K >= 1 (checkpoint every K-th block), got '%s'", flag, text);
+  return (int)k;
+}
+
+static enum accum_mode parse_accum_mode(const char *flag, const char *text) {
+  if (strcmp(text, "sharded") == 0) return ACCUM_SHARDED;
+  if (strcmp(text, "no-sync") == 0) return ACCUM_NO_SYNC;
+  fsdp_fatal("%s: unknown mode '%s' (known: sharded, no-sync)", flag, text);
+}
+
 static int parse_on_off(const char *flag, const char *text) {
   if (strcmp(text, "on") == 0) return 1;
   if (strcmp(text, "off") == 0) return 0;
@@ -198,6 +239,11 @@ static void set_defaults(struct train_options *o) {
   o->sharding = SHARD_FULL;
   o->overlap = FSDP_OVERLAP_DEFAULT;
   o->trace_first = 0; /* resolved once --steps is final */
+  o->snapshot_first = 0;
+  o->loss_scale = 0.0f; /* resolved once --param-dtype is final */
+  o->grad_accum = 1;
+  o->accum_mode = ACCUM_SHARDED;
+  o->format = "text";
 }
 
 static int find_flag(const char *name, size_t name_len) {
@@ -211,17 +257,19 @@ static int is_help(const char *arg) { return strcmp(arg, "--help") == 0 || strcm
 /* Reads argv into (flag, value) pairs; returns how many, or -1 when --help was asked for.
  * A value is either after '=' or the next argument; a next argument that is itself a
  * flag means the value was forgotten. */
-static int collect_flags(int argc, char **argv, struct flag_arg *out) {
+static int collect_flags(enum options_command command, int argc, char **argv, struct flag_arg *out) {
+  const char *name = command == OPTIONS_PLAN ? "plan" : "train";
   int n = 0;
   for (int i = 0; i < argc; i++) {
     const char *arg = argv[i];
     if (is_help(arg)) return -1;
-    if (arg[0] == '-' && arg[1] != '-') fsdp_fatal("unknown flag '%s' (see fsdp train --help)", arg);
-    if (arg[0] != '-') fsdp_fatal("unexpected argument '%s' (see fsdp train --help)", arg);
+    if (arg[0] == '-' && arg[1] != '-') fsdp_fatal("unknown flag '%s' (see fsdp %s --help)", arg, name);
+    if (arg[0] != '-') fsdp_fatal("unexpected argument '%s' (see fsdp %s --help)", arg, name);
     const char *eq = strchr(arg, '=');
     size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
     int id = find_flag(arg, name_len);
-    if (id < 0) fsdp_fatal("unknown flag '%.*s' (see fsdp train --help)", (int)name_len, arg);
+    if (id < 0 || !flag_allowed(command, (enum flag_id)id))
+      fsdp_fatal("unknown flag '%.*s' (see fsdp %s --help)", (int)name_len, arg, name);
     const char *value;
     if (eq) {
       value = eq + 1;
@@ -270,13 +318,37 @@ static void apply_flag(struct train_options *o, enum flag_id id, const char *v) 
     case F_OVERLAP: o->overlap.blocking = !parse_on_off(flag, v); break;
     case F_TRACE: o->trace_path = v; break;
     case F_TRACE_STEPS: parse_step_range(flag, v, &o->trace_first, &o->trace_last); break;
+    case F_AC: o->ac_every = parse_ac(flag, v); break;
+    case F_PARAM_DTYPE: o->mp.param_dtype = parse_dtype(flag, v, 1); break;
+    case F_REDUCE_DTYPE: o->mp.reduce_dtype = parse_dtype(flag, v, 0); break;
+    case F_LOSS_SCALE: o->loss_scale = parse_positive_float(flag, v); break;
+    case F_GRAD_ACCUM: o->grad_accum = parse_positive_int(flag, v); break;
+    case F_ACCUM_MODE: o->accum_mode = parse_accum_mode(flag, v); break;
+    case F_MEMORY_SNAPSHOT: o->snapshot_path = v; break;
+    case F_SNAPSHOT_STEPS: parse_step_range(flag, v, &o->snapshot_first, &o->snapshot_last); break;
+    case F_WORLD_SIZE: o->world_size = parse_positive_int(flag, v); break;
+    case F_FORMAT:
+      if (strcmp(v, "text") != 0 && strcmp(v, "json") != 0) fsdp_fatal("%s: must be text or json, got '%s'", flag, v);
+      o->format = v;
+      break;
     case F_NUM_FLAGS: FSDP_CHECK(!"not a flag"); break;
   }
 }
 
 /* Defaults that depend on other flags, then the checks that involve several flags. */
-static void resolve_and_check(struct train_options *o) {
-  if (!o->data) fsdp_fatal("--data is required (see fsdp train --help)");
+/* The first and last step of a range left unset: steps 2 and 3, or the last step if fewer. */
+static void resolve_step_range(const char *flag, int steps, int *first, int *last) {
+  if (*first == 0) {
+    *first = DEFAULT_TRACE_FIRST < steps ? DEFAULT_TRACE_FIRST : steps;
+    *last = DEFAULT_TRACE_LAST < steps ? DEFAULT_TRACE_LAST : steps;
+  } else if (*last > steps) {
+    fsdp_fatal("%s: step %d is past the last step %d (--steps)", flag, *last, steps);
+  }
+}
+
+static void resolve_and_check(enum options_command command, struct train_options *o) {
+  if (command == OPTIONS_TRAIN && !o->data) fsdp_fatal("--data is required (see fsdp train --help)");
+  if (command == OPTIONS_PLAN && !o->world_size) fsdp_fatal("--world-size is required (see fsdp plan --help)");
   const char *problem = gpt2_config_problem(&o->gpt2);
   if (problem) fsdp_fatal("model '%s': %s", o->model, problem);
   if (o->seq_len == 0)
@@ -286,36 +358,55 @@ static void resolve_and_check(struct train_options *o) {
                o->gpt2.max_seq_len);
   if (o->min_lr < 0.0f) o->min_lr = o->lr / MIN_LR_DIVISOR;
   if (o->min_lr > o->lr) fsdp_fatal("--min-lr: %g exceeds --lr %g", o->min_lr, o->lr);
-  if (o->trace_first == 0) {
-    o->trace_first = DEFAULT_TRACE_FIRST < o->steps ? DEFAULT_TRACE_FIRST : o->steps;
-    o->trace_last = DEFAULT_TRACE_LAST < o->steps ? DEFAULT_TRACE_LAST : o->steps;
-  } else if (o->trace_last > o->steps) {
-    fsdp_fatal("--trace-steps: step %d is past the last step %d (--steps)", o->trace_last, o->steps);
-  }
+  resolve_step_range("--trace-steps", o->steps, &o->trace_first, &o->trace_last);
+  resolve_step_range("--snapshot-steps", o->steps, &o->snapshot_first, &o->snapshot_last);
+  if (o->mp.reduce_dtype != DTYPE_F32 && o->sharding == SHARD_NONE)
+    fsdp_fatal("--reduce-dtype %s: not supported with --sharding none, whose all-reduce is fp32",
+               dtype_name(o->mp.reduce_dtype));
+  if (o->loss_scale > 0.0f && o->mp.param_dtype != DTYPE_F16)
+    fsdp_fatal("--loss-scale: only for --param-dtype fp16 (bf16 and fp32 need no loss scaling)");
+  if (o->mp.param_dtype == DTYPE_F16 && o->loss_scale == 0.0f) o->loss_scale = DEFAULT_LOSS_SCALE;
+}
+
+int train_options_batch_per_rank(const struct train_options *o, int world_size) {
+  if (!o->global_batch_size) return o->batch_size;
+  int parts = world_size * o->grad_accum;
+  if (o->global_batch_size % parts != 0)
+    fsdp_fatal("--global-batch-size %d is not divisible by the world size %d times --grad-accum %d",
+               o->global_batch_size, world_size, o->grad_accum);
+  return o->global_batch_size / parts;
 }
 
 /* argv[0] is the command name ("train"), as in main's argv, so that the same argv
  * can go through MPI_Init first. */
-int train_options_parse(struct train_options *o, int argc, char **argv) {
+int train_options_parse(enum options_command command, struct train_options *o, int argc, char **argv) {
   set_defaults(o);
   int n_args = argc > 1 ? argc - 1 : 0;
   struct flag_arg *args = fsdp_xmalloc(sizeof *args * (size_t)(n_args > 0 ? n_args : 1));
-  int n = collect_flags(n_args, argv + 1, args);
+  int n = collect_flags(command, n_args, argv + 1, args);
   if (n < 0) {
     free(args);
-    train_options_print_help();
+    train_options_print_help(command);
     return 1;
   }
   for (int i = 0; i < n; i++)
     if (args[i].id == F_MODEL) apply_model(o, args[i].value);
   for (int i = 0; i < n; i++) apply_flag(o, args[i].id, args[i].value);
   free(args);
-  resolve_and_check(o);
+  resolve_and_check(command, o);
   return 0;
 }
 
-void train_options_print_help(void) {
-  printf("usage: fsdp train --data FILE [options]   (flags take '--flag VALUE' or '--flag=VALUE')\n\n");
+void train_options_print_help(enum options_command command) {
+  if (command == OPTIONS_PLAN) {
+    printf("usage: fsdp plan --world-size W [train options]   (no --data needed)\n\n");
+    printf("Prints, without allocating the model, the bytes per rank by category at the peak of a\n"
+           "training step and the bytes each rank sends and receives per step.\n\n");
+    printf("  --world-size W          ranks the plan is for (required)\n");
+    printf("  --format text|json      (default text)\n\n");
+  } else {
+    printf("usage: fsdp train --data FILE [options]   (flags take '--flag VALUE' or '--flag=VALUE')\n\n");
+  }
   printf("model:\n");
   printf("  --model NAME            preset: %s (default %s)\n", gpt2_preset_names(), DEFAULT_MODEL);
   printf("  --n-layer N             transformer blocks (default: from the preset)\n");
@@ -333,11 +424,27 @@ void train_options_print_help(void) {
   printf("  --max-unsharded N       units (the root aside) gathered at once under full sharding (default %d)\n",
          FSDP_OVERLAP_DEFAULT.max_unsharded);
   printf("  --overlap on|off        off: wait for every collective as soon as it is launched (default on)\n");
+  printf("\nmemory:\n");
+  printf("  --ac none|full|every:K  activation checkpointing of all blocks, or of every K-th one (blocks K-1,\n"
+         "                          2K-1, ...): a checkpointed block keeps only its input, and its backward\n"
+         "                          recomputes its forward (default none)\n");
+  printf("  --param-dtype D         fp32, bf16 or fp16: dtype of the gathered parameters (the all-gather moves\n"
+         "                          it) and of the unsharded gradients; master weights and AdamW stay fp32\n"
+         "                          (default fp32)\n");
+  printf("  --reduce-dtype D        fp32 or bf16: dtype of the gradient reduce-scatter (default fp32)\n");
+  printf("  --loss-scale X          fp16: initial dynamic loss scale; a step whose gradients overflow is\n"
+         "                          skipped and the scale halved, and it doubles after 2000 good steps\n"
+         "                          (default %g)\n", DEFAULT_LOSS_SCALE);
+  printf("  --grad-accum K          micro-batches of --batch-size per optimizer step (default 1)\n");
+  printf("  --accum-mode M          sharded: reduce-scatter every micro-batch and add into the sharded\n"
+         "                          gradient (less memory, K times the traffic); no-sync: keep unsharded\n"
+         "                          gradients over the micro-batches and reduce once (default sharded)\n");
   printf("\nbatch and schedule:\n");
   printf("  --seq-len T             tokens per sequence (default %d, or the model's max_seq_len if smaller)\n",
          DEFAULT_SEQ_LEN);
-  printf("  --batch-size B          sequences per rank per step (default %d)\n", DEFAULT_BATCH_SIZE);
-  printf("  --global-batch-size G   sequences per step over all ranks, divided among them (default: unset)\n");
+  printf("  --batch-size B          sequences per rank per micro-batch (default %d)\n", DEFAULT_BATCH_SIZE);
+  printf("  --global-batch-size G   sequences per step over all ranks and micro-batches: B = G / (W K)\n"
+         "                          (default: unset)\n");
   printf("  --steps N               optimizer steps (default %d)\n", DEFAULT_STEPS);
   printf("  --seed N                seed of the initial weights and of the batches (default %llu)\n",
          (unsigned long long)DEFAULT_SEED);
@@ -363,6 +470,9 @@ void train_options_print_help(void) {
   printf("  --log FILE              metrics, one JSON object per step (default: none)\n");
   printf("  --trace FILE            Chrome trace JSON of --trace-steps (ui.perfetto.dev, chrome://tracing)\n");
   printf("  --trace-steps A:B       the steps the trace covers (default %d:%d, or the last step if fewer)\n",
+         DEFAULT_TRACE_FIRST, DEFAULT_TRACE_LAST);
+  printf("  --memory-snapshot FILE  every allocation and free of --snapshot-steps, for fsdp memviz\n");
+  printf("  --snapshot-steps A:B    the steps the snapshot covers (default %d:%d, or the last step if fewer)\n",
          DEFAULT_TRACE_FIRST, DEFAULT_TRACE_LAST);
   printf("  -h, --help              this text\n");
 }

@@ -30,7 +30,12 @@ static void write_json_line(FILE *log, const char *log_path, const struct step_m
   cJSON_AddNumberToObject(o, "reduce_scatter_ms", m->reduce_scatter_ms);
   cJSON_AddNumberToObject(o, "exposed_comm_ms", m->exposed_comm_ms);
   cJSON_AddNumberToObject(o, "mem_peak_bytes", (double)m->mem_peak_bytes);
+  cJSON_AddNumberToObject(o, "mem_peak_bytes_rank0", (double)m->mem.total_peak);
   if (!isnan(m->val_loss)) cJSON_AddNumberToObject(o, "val_loss", m->val_loss);
+  if (m->loss_scale > 0.0) {
+    cJSON_AddNumberToObject(o, "loss_scale", m->loss_scale);
+    cJSON_AddBoolToObject(o, "skipped", m->skipped);
+  }
   cJSON *categories = cJSON_AddObjectToObject(o, "mem_peak_bytes_by_category");
   for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
     cJSON_AddNumberToObject(categories, mem_category_name(c), (double)m->mem.peak[c]);
@@ -42,12 +47,13 @@ static void write_json_line(FILE *log, const char *log_path, const struct step_m
 }
 
 void metrics_report_step(FILE *log, const char *log_path, const struct step_metrics *m) {
-  char val[48] = "";
+  char val[48] = "", scale[64] = "";
   if (!isnan(m->val_loss)) snprintf(val, sizeof val, " | val loss %.4f", m->val_loss);
+  if (m->loss_scale > 0.0) snprintf(scale, sizeof scale, " | loss scale %g%s", m->loss_scale, m->skipped ? ", skipped" : "");
   fsdp_log_info("step %5d/%d | loss %.4f | grad norm %.4f | lr %.3e | %.1f ms | %.0f tok/s | comm %.1f ms, "
-                "exposed %.1f ms | peak %.1f MiB/rank%s",
+                "exposed %.1f ms | peak %.1f MiB/rank%s%s",
                 m->step, m->steps, m->loss, m->grad_norm, m->lr, m->step_ms, m->tokens_per_s, m->comm_ms,
-                m->exposed_comm_ms, mib(m->mem_peak_bytes), val);
+                m->exposed_comm_ms, mib(m->mem_peak_bytes), scale, val);
   if (log) write_json_line(log, log_path, m);
 }
 

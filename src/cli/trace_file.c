@@ -1,36 +1,16 @@
 #include <cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
 
 #include "fsdp/cli.h"
 #include "fsdp/comm.h"
 #include "fsdp/error.h"
 #include "fsdp/trace.h"
+#include "output_file.h"
 
 /* One rank's events as JSON text, each event as ",\n{...}": rank 0 joins the ranks'
  * texts by plain concatenation, so it never parses (or holds twice) the whole trace. */
-struct text {
-  char *data;
-  size_t len, cap;
-};
-
-static void text_append(struct text *t, const char *s) {
-  size_t n = strlen(s);
-  if (t->len + n > t->cap) {
-    size_t cap = t->cap ? 2 * t->cap : 1 << 16;
-    while (cap < t->len + n) cap *= 2;
-    t->data = realloc(t->data, cap);
-    if (!t->data) fsdp_fatal("--trace: out of memory for %zu bytes of trace text", cap);
-    t->cap = cap;
-  }
-  memcpy(t->data + t->len, s, n);
-  t->len += n;
-}
-
 static void append_event(struct text *t, cJSON *e) {
   char *s = cJSON_PrintUnformatted(e);
   if (!s) fsdp_fatal("--trace: out of memory printing an event");
@@ -96,53 +76,7 @@ static void append_rank_events(struct text *t, int rank) {
   }
 }
 
-/* The file is written under this name (malloc'd), then renamed over the real one. */
-static char *temp_path(const char *path) {
-  size_t size = strlen(path) + sizeof ".tmp";
-  char *tmp = fsdp_xmalloc(size);
-  snprintf(tmp, size, "%s.tmp", path);
-  return tmp;
-}
-
-void trace_file_check_writable(const char *path) {
-  struct stat st;
-  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) fsdp_fatal("--trace: '%s' is a directory", path);
-  char *tmp = temp_path(path);
-  FILE *f = fopen(tmp, "w");
-  if (!f) fsdp_fatal("--trace: cannot open '%s' for writing: %s", tmp, strerror(errno));
-  fclose(f);
-  remove(tmp);
-  free(tmp);
-}
-
-/* Everything in one expression so that errno still holds the first failure's reason. */
-static int write_all(FILE *f, const char *events, size_t n) {
-  static const char head[] = "{\"traceEvents\":[", tail[] = "\n],\"displayTimeUnit\":\"ms\"}\n";
-  return fwrite(head, 1, sizeof head - 1, f) == sizeof head - 1 && fwrite(events, 1, n, f) == n &&
-         fwrite(tail, 1, sizeof tail - 1, f) == sizeof tail - 1 && fflush(f) == 0;
-}
-
-static void write_joined(const char *path, const char *events, size_t n) {
-  char *tmp = temp_path(path);
-  FILE *f = fopen(tmp, "w");
-  if (!f) fsdp_fatal("--trace: cannot open '%s' for writing: %s", tmp, strerror(errno));
-  int ok = write_all(f, events, n);
-  int saved = errno;
-  if (fclose(f) != 0 && ok) {
-    ok = 0;
-    saved = errno;
-  }
-  if (!ok) {
-    remove(tmp);
-    fsdp_fatal("--trace: cannot write '%s': %s", tmp, strerror(saved));
-  }
-  if (rename(tmp, path) != 0) {
-    saved = errno;
-    remove(tmp);
-    fsdp_fatal("--trace: cannot rename '%s' to '%s': %s", tmp, path, strerror(saved));
-  }
-  free(tmp);
-}
+void trace_file_check_writable(const char *path) { output_check_writable("--trace", path); }
 
 void trace_file_write(const char *path, struct comm_group *group) {
   int rank = comm_rank(group);
@@ -154,6 +88,9 @@ void trace_file_write(const char *path, struct comm_group *group) {
   if (rank != 0) return;
   /* Rank 0's text comes first and always holds its metadata: drop its leading comma. */
   FSDP_CHECK(total > 0 && all[0] == ',');
-  write_joined(path, all + 1, total - 1);
+  static const char head[] = "{\"traceEvents\":[", tail[] = "\n],\"displayTimeUnit\":\"ms\"}\n";
+  const char *pieces[] = {head, all + 1, tail};
+  size_t lengths[] = {sizeof head - 1, total - 1, sizeof tail - 1};
+  output_write("--trace", path, pieces, lengths, 3);
   free(all);
 }

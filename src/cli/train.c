@@ -12,6 +12,14 @@
  * coincide with the training batches' random streams. */
 static const uint64_t VAL_BATCH_BASE = 1ull << 40;
 
+/* torch.cuda.amp.GradScaler's dynamic loss scaling, for fp16 parameters. */
+static const int LOSS_SCALE_GROWTH_INTERVAL = 2000;
+
+struct loss_scaler {
+  float scale;     /* 0: off */
+  int good_steps;  /* in a row without overflow */
+};
+
 struct trainer {
   struct train_options opt;
   struct comm_group *world;
@@ -22,40 +30,41 @@ struct trainer {
   struct gpt2 model;
   int *inputs, *targets;
   FILE *log;
+  struct loss_scaler scaler;
+  int optimizer_steps; /* steps taken, skipped ones left out: AdamW's bias correction counts these */
 };
-
-static int per_rank_batch(const struct train_options *o, int world_size) {
-  if (!o->global_batch_size) return o->batch_size;
-  if (o->global_batch_size % world_size != 0)
-    fsdp_fatal("--global-batch-size %d is not divisible by the world size %d", o->global_batch_size,
-               world_size);
-  return o->global_batch_size / world_size;
-}
 
 static void setup(struct trainer *t) {
   const struct train_options *o = &t->opt;
   t->world = comm_world();
   t->rank = comm_rank(t->world);
   t->world_size = comm_size(t->world);
-  t->B = per_rank_batch(o, t->world_size);
+  t->B = train_options_batch_per_rank(o, t->world_size);
   t->T = o->seq_len;
   const char *too_large = gpt2_batch_problem(&o->gpt2, t->B, t->T);
   if (too_large) fsdp_fatal("%s", too_large);
 
+  if (o->trace_path && t->rank == 0) trace_file_check_writable(o->trace_path);
+  if (o->snapshot_path && t->rank == 0) memory_snapshot_check_writable(o->snapshot_path);
   token_data_load(&t->data, o->data, o->data_format, o->gpt2.vocab_size);
   token_data_split(&t->data, o->val_fraction, t->T, &t->train, &t->val);
   fsdp_log_info("data: %s, %zu tokens (%zu train, %zu val)", o->data, t->data.n_tokens, t->train.n_tokens,
                 t->val.n_tokens);
 
-  if (o->trace_path && t->rank == 0) trace_file_check_writable(o->trace_path);
-  fsdp_model_init(&t->fsdp, t->world, o->sharding, &o->overlap);
-  gpt2_create(&t->model, &o->gpt2, &t->fsdp, t->B, t->T);
+  fsdp_model_init(&t->fsdp, t->world, o->sharding, &o->overlap, &o->mp);
+  gpt2_create(&t->model, &o->gpt2, &t->fsdp, t->B, t->T, o->ac_every);
+  t->scaler.scale = o->loss_scale;
   fsdp_model_init_params(&t->fsdp, o->seed);
   fsdp_log_info("model: %s, %d layers, %d heads, %d embd, vocab %d, %zu parameters in %d units",
                 o->model, o->gpt2.n_layer, o->gpt2.n_head, o->gpt2.n_embd, o->gpt2.vocab_size,
                 fsdp_model_numel(&t->fsdp), t->fsdp.n_units);
-  fsdp_log_info("fsdp: %d ranks, sharding %s, batch %d x %d per rank (%d tokens per step)", t->world_size,
-                sharding_strategy_name(o->sharding), t->B, t->T, t->B * t->T * t->world_size);
+  fsdp_log_info("fsdp: %d ranks, sharding %s, batch %d x %d per rank x %d micro-batches (%d tokens per step)",
+                t->world_size, sharding_strategy_name(o->sharding), t->B, t->T, o->grad_accum,
+                t->B * t->T * t->world_size * o->grad_accum);
+  fsdp_log_info("memory: activation checkpointing %s, param dtype %s, reduce dtype %s, accumulation %s",
+                o->ac_every == 0 ? "off" : o->ac_every == 1 ? "of every block" : "of every k-th block",
+                dtype_name(o->mp.param_dtype), dtype_name(o->mp.reduce_dtype),
+                o->accum_mode == ACCUM_NO_SYNC ? "no-sync" : "sharded");
   if (o->overlap.blocking)
     fsdp_log_info("overlap: off (every collective waited for as soon as it is launched)");
   else
@@ -78,6 +87,7 @@ static double validation_loss(struct trainer *t) {
     token_split_batch(&t->val, t->opt.seed, VAL_BATCH_BASE + (uint64_t)b, t->rank * t->B, t->B, t->T, t->inputs,
                       t->targets);
     gpt2_forward(&t->model, t->inputs, t->targets);
+    gpt2_release_activations(&t->model);
     fsdp_model_reshard_all(&t->fsdp);
     sum += t->model.mean_loss;
   }
@@ -99,6 +109,48 @@ static void finish_trace(struct trainer *t) {
   fsdp_log_info("trace of steps %d to %d written to %s", t->opt.trace_first, t->opt.trace_last, t->opt.trace_path);
 }
 
+/* K micro-batches: micro-batch k of rank r holds the global batch's rows from
+ * (r K + k) B, so that the step sees the same rows as one batch of K B rows per rank. */
+static double forward_backward(struct trainer *t, int step) {
+  const struct train_options *o = &t->opt;
+  int K = o->grad_accum;
+  float loss_scale = (t->scaler.scale > 0.0f ? t->scaler.scale : 1.0f) / (float)K;
+  double loss = 0.0;
+  for (int k = 0; k < K; k++) {
+    token_split_batch(&t->train, o->seed, (uint64_t)(step - 1), (t->rank * K + k) * t->B, t->B, t->T, t->inputs,
+                      t->targets);
+    t->fsdp.requires_grad_sync = o->accum_mode == ACCUM_SHARDED || k == K - 1;
+    gpt2_forward(&t->model, t->inputs, t->targets);
+    gpt2_backward(&t->model, loss_scale);
+    loss += t->model.mean_loss;
+  }
+  return loss / K;
+}
+
+/* GradScaler's update: an overflow (the norm of the scaled gradients is inf or nan
+ * on some rank, which the all-reduce spreads to all) skips the step and halves the
+ * scale; every LOSS_SCALE_GROWTH_INTERVAL good steps in a row double it. Returns 1
+ * when the step is to be skipped; otherwise the gradients and *norm are unscaled. */
+static int unscale_or_skip(struct trainer *t, int step, double *norm) {
+  struct loss_scaler *s = &t->scaler;
+  if (s->scale == 0.0f) return 0;
+  if (!isfinite(*norm)) {
+    fsdp_log_info("step %d: gradients overflowed in fp16 (grad norm %s): step skipped, loss scale %g -> %g", step,
+                  isinf(*norm) ? "inf" : "nan", s->scale, s->scale / 2);
+    s->scale /= 2;
+    s->good_steps = 0;
+    fsdp_model_zero_grad(&t->fsdp);
+    return 1;
+  }
+  fsdp_model_scale_grads(&t->fsdp, 1.0f / s->scale);
+  *norm /= s->scale;
+  if (++s->good_steps == LOSS_SCALE_GROWTH_INTERVAL) {
+    s->scale *= 2;
+    s->good_steps = 0;
+  }
+  return 0;
+}
+
 static void train_step(struct trainer *t, int step, struct step_metrics *m) {
   const struct train_options *o = &t->opt;
   struct fsdp_comm_times comm;
@@ -106,18 +158,20 @@ static void train_step(struct trainer *t, int step, struct step_metrics *m) {
   double start = time_now_ms();
   mem_reset_peaks();
   float lr = lr_warmup_cosine(step - 1, o->warmup, o->steps, o->lr, o->min_lr);
-  token_split_batch(&t->train, o->seed, (uint64_t)(step - 1), t->rank * t->B, t->B, t->T, t->inputs, t->targets);
-  gpt2_forward(&t->model, t->inputs, t->targets);
-  gpt2_backward(&t->model);
+  m->loss_scale = t->scaler.scale;
+  double loss = forward_backward(t, step);
   double norm = fsdp_model_grad_norm(&t->fsdp);
-  fsdp_model_clip_grads(&t->fsdp, norm, o->grad_clip);
-  struct adamw_config adamw = {lr, o->beta1, o->beta2, o->eps, o->weight_decay};
-  fsdp_model_adamw_step(&t->fsdp, &adamw, step);
+  m->skipped = unscale_or_skip(t, step, &norm);
+  if (!m->skipped) {
+    fsdp_model_clip_grads(&t->fsdp, norm, o->grad_clip);
+    struct adamw_config adamw = {lr, o->beta1, o->beta2, o->eps, o->weight_decay};
+    fsdp_model_adamw_step(&t->fsdp, &adamw, ++t->optimizer_steps);
+  }
   double step_ms = time_now_ms() - start;
   fsdp_model_take_comm_times(&t->fsdp, &comm);
 
   mem_get_stats(&m->mem);
-  m->loss = fsdp_model_mean_across_ranks(&t->fsdp, t->model.mean_loss);
+  m->loss = fsdp_model_mean_across_ranks(&t->fsdp, loss);
   m->mem_peak_bytes = (size_t)fsdp_model_max_across_ranks(&t->fsdp, (double)m->mem.total_peak);
   m->comm_ms = comm.all_gather_ms + comm.reduce_scatter_ms;
   m->all_gather_ms = comm.all_gather_ms;
@@ -128,9 +182,17 @@ static void train_step(struct trainer *t, int step, struct step_metrics *m) {
   m->grad_norm = norm;
   m->lr = lr;
   m->step_ms = step_ms;
-  m->tokens_per_s = (double)t->B * t->T * t->world_size / (step_ms / 1000.0);
+  m->tokens_per_s = (double)t->B * t->T * t->world_size * o->grad_accum / (step_ms / 1000.0);
   int validate = t->val.n_tokens && o->val_every && (step % o->val_every == 0 || step == o->steps);
   m->val_loss = validate ? validation_loss(t) : NAN;
+}
+
+static void finish_snapshot(struct trainer *t) {
+  mem_snapshot_stop();
+  memory_snapshot_write(t->opt.snapshot_path, t->world, t->opt.snapshot_first, t->opt.snapshot_last);
+  mem_snapshot_clear();
+  fsdp_log_info("memory snapshot of steps %d to %d written to %s (draw it with fsdp memviz)",
+                t->opt.snapshot_first, t->opt.snapshot_last, t->opt.snapshot_path);
 }
 
 static void teardown(struct trainer *t) {
@@ -145,7 +207,7 @@ static void teardown(struct trainer *t) {
 int fsdp_train_main(int argc, char **argv) {
   comm_init(&argc, &argv);
   struct trainer t = {0};
-  if (train_options_parse(&t.opt, argc, argv)) {
+  if (train_options_parse(OPTIONS_TRAIN, &t.opt, argc, argv)) {
     comm_finalize();
     return 0;
   }
@@ -153,8 +215,11 @@ int fsdp_train_main(int argc, char **argv) {
   for (int step = 1; step <= t.opt.steps; step++) {
     struct step_metrics m;
     if (t.opt.trace_path && step == t.opt.trace_first) start_trace(&t);
+    if (t.opt.snapshot_path && step == t.opt.snapshot_first) mem_snapshot_start();
+    mem_snapshot_set_step(step);
     train_step(&t, step, &m);
     if (t.opt.trace_path && step == t.opt.trace_last) finish_trace(&t);
+    if (t.opt.snapshot_path && step == t.opt.snapshot_last) finish_snapshot(&t);
     metrics_report_step(t.log, t.opt.log_path, &m);
     if (step == 1) metrics_print_memory("in the first step", &m.mem, 1);
   }

@@ -127,6 +127,8 @@ size_t comm_dtype_size(enum comm_dtype dtype) {
     case COMM_F64: return sizeof(double);
     case COMM_I32: return sizeof(int32_t);
     case COMM_I64: return sizeof(int64_t);
+    case COMM_BF16:
+    case COMM_F16: return sizeof(uint16_t);
   }
   fsdp_fatal("unknown comm dtype %d", (int)dtype);
 }
@@ -137,8 +139,22 @@ static MPI_Datatype mpi_datatype(enum comm_dtype dtype) {
     case COMM_F64: return MPI_DOUBLE;
     case COMM_I32: return MPI_INT32_T;
     case COMM_I64: return MPI_INT64_T;
+    /* Only moved, never reduced by MPI (which has no type for them): any 2-byte type does. */
+    case COMM_BF16:
+    case COMM_F16: return MPI_UINT16_T;
   }
   fsdp_fatal("unknown comm dtype %d", (int)dtype);
+}
+
+/* 16-bit floats reduce only in the ring (bf16 sums there in fp32); fp16, which overflows
+ * at 65504, is not reduced at all. */
+static void check_reducible(enum comm_dtype dtype, enum comm_reduce_op op, bool bf16_allowed, const char *caller) {
+  if (dtype == COMM_F16)
+    fsdp_fatal("%s: fp16 cannot be reduced (reduce in bf16 or fp32)", caller);
+  if (dtype == COMM_BF16 && !bf16_allowed)
+    fsdp_fatal("%s: bf16 cannot be reduced here (only comm_reduce_scatter reduces bf16)", caller);
+  if (dtype == COMM_BF16 && op != COMM_SUM && op != COMM_AVG)
+    fsdp_fatal("%s: bf16 reduces with COMM_SUM or COMM_AVG only (got op %d)", caller, (int)op);
 }
 
 /* MPI has no average: COMM_AVG reduces with MPI_SUM and divide_by_size follows. */
@@ -197,31 +213,39 @@ static enum comm_reduce_scatter_algorithm reduce_scatter_algorithm = COMM_RS_AUT
 
 void comm_set_reduce_scatter_algorithm(enum comm_reduce_scatter_algorithm a) { reduce_scatter_algorithm = a; }
 
-/* The ring sums floating point only; MAX and the integer dtypes always go to MPI. */
-static bool use_ring(const struct comm_group *g, size_t count, enum comm_dtype dtype, enum comm_reduce_op op) {
+/* The ring sums floating point only; MAX and the integer dtypes always go to MPI, bf16
+ * always to the ring. */
+static bool use_ring(int size, size_t count, enum comm_dtype dtype, enum comm_reduce_op op) {
+  if (dtype == COMM_BF16) return true;
   if (op == COMM_MAX || (dtype != COMM_F32 && dtype != COMM_F64)) return false;
   if (reduce_scatter_algorithm == COMM_RS_AUTO)
-    return count * (size_t)g->size * comm_dtype_size(dtype) >= RING_MIN_INPUT_BYTES;
+    return count * (size_t)size * comm_dtype_size(dtype) >= RING_MIN_INPUT_BYTES;
   return reduce_scatter_algorithm == COMM_RS_RING;
+}
+
+size_t comm_reduce_scatter_workspace_bytes(int size, size_t count, enum comm_dtype dtype) {
+  return use_ring(size, count, dtype, COMM_SUM) ? ring_workspace_bytes(size, count, dtype) : 0;
 }
 
 void comm_reduce_scatter(struct comm_group *g, const void *send, void *recv, size_t count,
                          enum comm_dtype dtype, enum comm_reduce_op op) {
-  if (use_ring(g, count, dtype, op)) {
-    ring_reduce_scatter_sum(g->comm, g->rank, g->size, send, recv, count, dtype);
-  } else {
-    int n = mpi_count(count, "comm_reduce_scatter");
-    MPI_Op mop = mpi_op(op, dtype, "comm_reduce_scatter");
-    MPI_Request request;
-    MPI_CALL("MPI_Ireduce_scatter_block",
-             MPI_Ireduce_scatter_block(send, recv, n, mpi_datatype(dtype), mop, g->comm, &request));
-    mpi_wait(&request, 1, "MPI_Ireduce_scatter_block");
+  check_reducible(dtype, op, true, "comm_reduce_scatter");
+  if (use_ring(g->size, count, dtype, op)) {
+    ring_reduce_scatter(g->comm, g->rank, g->size, send, recv, count, dtype, op);
+    return;
   }
+  int n = mpi_count(count, "comm_reduce_scatter");
+  MPI_Op mop = mpi_op(op, dtype, "comm_reduce_scatter");
+  MPI_Request request;
+  MPI_CALL("MPI_Ireduce_scatter_block",
+           MPI_Ireduce_scatter_block(send, recv, n, mpi_datatype(dtype), mop, g->comm, &request));
+  mpi_wait(&request, 1, "MPI_Ireduce_scatter_block");
   if (op == COMM_AVG) divide_by_size(recv, count, dtype, g->size);
 }
 
 void comm_all_reduce(struct comm_group *g, void *buf, size_t count, enum comm_dtype dtype,
                      enum comm_reduce_op op) {
+  check_reducible(dtype, op, false, "comm_all_reduce");
   int n = mpi_count(count, "comm_all_reduce");
   MPI_Op mop = mpi_op(op, dtype, "comm_all_reduce");
   MPI_Request request;
@@ -287,12 +311,14 @@ void comm_all_gather_async(struct comm_group *g, struct stream *s, const char *l
 
 void comm_reduce_scatter_async(struct comm_group *g, struct stream *s, const char *label, const void *send,
                                void *recv, size_t count, enum comm_dtype dtype, enum comm_reduce_op op) {
+  check_reducible(dtype, op, true, "comm_reduce_scatter_async"); /* now, not later on the stream's thread */
   struct collective c = {REDUCE_SCATTER, g, send, recv, count, dtype, op};
   stream_launch(s, label, run_collective, &c, sizeof c);
 }
 
 void comm_all_reduce_async(struct comm_group *g, struct stream *s, const char *label, void *buf, size_t count,
                            enum comm_dtype dtype, enum comm_reduce_op op) {
+  check_reducible(dtype, op, false, "comm_all_reduce_async"); /* now, not later on the stream's thread */
   struct collective c = {ALL_REDUCE, g, NULL, buf, count, dtype, op};
   stream_launch(s, label, run_collective, &c, sizeof c);
 }

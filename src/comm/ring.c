@@ -1,8 +1,10 @@
 /* Ring reduce-scatter over MPI point-to-point messages (see ring.h). */
 #include "ring.h"
 
+#include <stdint.h>
 #include <string.h>
 
+#include "fsdp/dtype.h"
 #include "fsdp/error.h"
 #include "fsdp/memory.h"
 #include "mpi_call.h"
@@ -45,18 +47,69 @@ static void start_segment(const struct ring *r, const char *out, size_t j, MPI_R
            MPI_Isend(out + j * r->segment * r->elem, n, r->type, r->next, RING_TAG, r->comm, &requests[1]));
 }
 
-static void add_f32(float *restrict out, const float *restrict partial, const float *restrict own, size_t n) {
-  for (size_t i = 0; i < n; i++) out[i] = partial[i] + own[i];
+static void add_f32(float *restrict out, const float *restrict partial, const float *restrict own, size_t n,
+                    float divisor) {
+  for (size_t i = 0; i < n; i++) out[i] = (partial[i] + own[i]) / divisor;
 }
 
-static void add_f64(double *restrict out, const double *restrict partial, const double *restrict own, size_t n) {
-  for (size_t i = 0; i < n; i++) out[i] = partial[i] + own[i];
+static void add_f64(double *restrict out, const double *restrict partial, const double *restrict own, size_t n,
+                    double divisor) {
+  for (size_t i = 0; i < n; i++) out[i] = (partial[i] + own[i]) / divisor;
 }
 
-void ring_reduce_scatter_sum(MPI_Comm comm, int rank, int size, const void *send, void *recv, size_t count,
-                             enum comm_dtype dtype) {
-  if (dtype != COMM_F32 && dtype != COMM_F64)
-    fsdp_fatal("ring_reduce_scatter_sum: dtype %d is not COMM_F32 or COMM_F64", (int)dtype);
+/* Widened a block at a time on the stack, where dtype.c's conversion loops vectorize.
+ * The fp32 sum of two bf16 values, rounded once more to bf16, is their correctly rounded
+ * bf16 sum: fp32's 24 significant bits are at least 2 * 8 + 2, bf16's twice and two
+ * more, so the first rounding never changes the second (double rounding is innocuous). */
+static void add_bf16(uint16_t *restrict out, const uint16_t *restrict partial, const uint16_t *restrict own,
+                     size_t n, float divisor) {
+  enum { BLOCK = 1024 };
+  float sum[BLOCK], mine[BLOCK];
+  for (size_t s = 0; s < n; s += BLOCK) {
+    size_t m = n - s < BLOCK ? n - s : BLOCK;
+    dtype_unpack(DTYPE_BF16, partial + s, sum, m);
+    dtype_unpack(DTYPE_BF16, own + s, mine, m);
+    for (size_t i = 0; i < m; i++) sum[i] = (sum[i] + mine[i]) / divisor;
+    dtype_pack(DTYPE_BF16, sum, out + s, m);
+  }
+}
+
+/* The combining step of a hop: out = (partial + own) / divisor, divisor being 1 (exact)
+ * except at the last hop of an average. dtype is one that ring_datatype admits. */
+static void add(enum comm_dtype dtype, char *out, const char *partial, const char *own, size_t n, int divisor) {
+  if (dtype == COMM_F32)
+    add_f32((float *)out, (const float *)partial, (const float *)own, n, (float)divisor);
+  else if (dtype == COMM_F64)
+    add_f64((double *)out, (const double *)partial, (const double *)own, n, divisor);
+  else
+    add_bf16((uint16_t *)out, (const uint16_t *)partial, (const uint16_t *)own, n, (float)divisor);
+}
+
+static MPI_Datatype ring_datatype(enum comm_dtype dtype) {
+  switch (dtype) {
+    case COMM_F32: return MPI_FLOAT;
+    case COMM_F64: return MPI_DOUBLE;
+    case COMM_BF16: return MPI_UINT16_T; /* moved as bits, added by add_bf16 */
+    default: fsdp_fatal("ring_reduce_scatter: dtype %d is not COMM_F32, COMM_F64 or COMM_BF16", (int)dtype);
+  }
+}
+
+static size_t segment_elements(size_t count, size_t elem) {
+  size_t segment = SEGMENT_BYTES / elem;
+  return segment < count ? segment : count;
+}
+
+size_t ring_workspace_bytes(int size, size_t count, enum comm_dtype dtype) {
+  if (size == 1 || count == 0) return 0;
+  size_t elem = comm_dtype_size(dtype), segment = segment_elements(count, elem);
+  size_t segments = (count + segment - 1) / segment;
+  return (segments < IN_FLIGHT ? segments : IN_FLIGHT) * segment * elem;
+}
+
+void ring_reduce_scatter(MPI_Comm comm, int rank, int size, const void *send, void *recv, size_t count,
+                         enum comm_dtype dtype, enum comm_reduce_op op) {
+  MPI_Datatype type = ring_datatype(dtype);
+  if (op != COMM_SUM && op != COMM_AVG) fsdp_fatal("ring_reduce_scatter: op %d is not COMM_SUM or COMM_AVG", (int)op);
   if (count == 0) return; /* send and recv may be NULL */
   size_t elem = comm_dtype_size(dtype);
   if (size == 1) {
@@ -64,15 +117,14 @@ void ring_reduce_scatter_sum(MPI_Comm comm, int rank, int size, const void *send
     return;
   }
   struct ring r = {.comm = comm,
-                   .type = dtype == COMM_F32 ? MPI_FLOAT : MPI_DOUBLE,
+                   .type = type,
                    .next = (rank + 1) % size,
                    .prev = (rank + size - 1) % size,
                    .count = count,
                    .elem = elem,
-                   .segment = SEGMENT_BYTES / elem};
-  if (r.segment > count) r.segment = count;
+                   .segment = segment_elements(count, elem)};
   size_t segments = (count + r.segment - 1) / r.segment;
-  r.incoming = mem_alloc((segments < IN_FLIGHT ? segments : IN_FLIGHT) * r.segment * elem, MEM_COMM);
+  r.incoming = mem_alloc(ring_workspace_bytes(size, count, dtype), MEM_COMM);
   MPI_Request requests[IN_FLIGHT][2];
   const char *own_base = send;
   char *partial = recv;
@@ -84,15 +136,13 @@ void ring_reduce_scatter_sum(MPI_Comm comm, int rank, int size, const void *send
     size_t in_chunk = (size_t)((rank - step - 2 + 2 * size) % size);
     const char *out = step == 0 ? own_base + out_chunk * count * elem : partial;
     const char *own = own_base + in_chunk * count * elem;
+    int divisor = op == COMM_AVG && step == size - 2 ? size : 1;
     for (size_t j = 0; j < segments && j < IN_FLIGHT; j++) start_segment(&r, out, j, requests[j]);
     for (size_t j = 0; j < segments; j++) {
       mpi_wait(requests[j % IN_FLIGHT], 2, "ring reduce-scatter");
       /* Segment j is sent: the new partial overwrites it, and its slot is free again. */
-      size_t off = j * r.segment * elem, n = segment_length(&r, j);
-      if (dtype == COMM_F32)
-        add_f32((float *)(partial + off), (const float *)slot(&r, j), (const float *)(own + off), n);
-      else
-        add_f64((double *)(partial + off), (const double *)slot(&r, j), (const double *)(own + off), n);
+      size_t off = j * r.segment * elem;
+      add(dtype, partial + off, slot(&r, j), own + off, segment_length(&r, j), divisor);
       if (j + IN_FLIGHT < segments) start_segment(&r, out, j + IN_FLIGHT, requests[j % IN_FLIGHT]);
     }
   }

@@ -37,3 +37,9 @@ void *fsdp_xcalloc(size_t count, size_t size) {
   if (!p) fsdp_fatal("out of memory allocating %zu x %zu bytes", count, size);
   return p;
 }
+
+void *fsdp_xrealloc(void *ptr, size_t bytes) {
+  void *p = realloc(ptr, bytes ? bytes : 1);
+  if (!p) fsdp_fatal("out of memory growing a buffer to %zu bytes", bytes);
+  return p;
+}

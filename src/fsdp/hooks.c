@@ -4,6 +4,7 @@
  * computes, and the number of units unsharded at once stays bounded. */
 #include <stdio.h>
 
+#include "fsdp/memory.h"
 #include "fsdp/runtime.h"
 #include "fsdp/stream.h"
 #include "fsdp/trace.h"
@@ -42,7 +43,7 @@ static struct fsdp_unit *backward_next(struct fsdp_model *m, const struct fsdp_u
 static void prefetch(struct fsdp_model *m, struct fsdp_unit *u) {
   if (!u || u->state != UNIT_SHARDED) return;
   if (m->strategy == SHARD_FULL && units_unsharded(m) >= m->overlap.max_unsharded) return;
-  fsdp_unit_unshard(u);
+  m->ops->unshard(u);
 }
 
 static void begin_compute(struct fsdp_unit *u) {
@@ -57,41 +58,59 @@ static void end_compute(struct fsdp_model *m, struct fsdp_unit *u, const char *p
 }
 
 void fsdp_pre_forward(struct fsdp_model *m, struct fsdp_unit *u) {
-  fsdp_unit_unshard(u);
+  m->ops->unshard(u);
   for (int k = 1; k <= m->overlap.prefetch; k++) prefetch(m, forward_next(m, u, k));
-  fsdp_unit_wait_unsharded(u);
+  m->ops->wait_unsharded(u);
   trace_unsharded_units(m);
   begin_compute(u);
+  mem_push_context(u->name, "forward");
 }
 
 void fsdp_post_forward(struct fsdp_model *m, struct fsdp_unit *u) {
+  mem_pop_context();
   end_compute(m, u, "forward");
-  if (u->reshard_after_forward) fsdp_unit_reshard(u);
+  if (u->reshard_after_forward) m->ops->reshard(u);
   trace_unsharded_units(m);
 }
 
+/* Waits for the reductions launched before the latest one and frees their
+ * buffers: the gradients of at most two units besides the root are alive in a
+ * backward, whatever the timing, so that a plan of the memory can be exact. The
+ * latest has had a unit's backward to finish. */
+static void release_older_grads(struct fsdp_model *m) {
+  for (int i = 0; i < m->n_units; i++)
+    if (m->units[i] != m->latest_reduced) m->ops->release_grads(m->units[i]);
+}
+
 void fsdp_pre_backward(struct fsdp_model *m, struct fsdp_unit *u) {
-  /* Frees the gradients of the reduce-scatters that have finished meanwhile. */
-  for (int i = 0; i < m->n_units; i++) fsdp_unit_release_grads(m->units[i], 0);
-  fsdp_unit_unshard(u);
+  release_older_grads(m);
+  m->ops->unshard(u);
   if (m->overlap.backward_prefetch == BACKWARD_PREFETCH_PRE) prefetch(m, backward_next(m, u));
-  fsdp_unit_wait_unsharded(u);
-  fsdp_unit_begin_grads(u);
+  m->ops->wait_unsharded(u);
+  mem_push_context(u->name, "backward");
+  m->ops->begin_grads(u);
   trace_unsharded_units(m);
   begin_compute(u);
 }
 
 void fsdp_post_backward(struct fsdp_model *m, struct fsdp_unit *u) {
+  mem_pop_context();
   end_compute(m, u, "backward");
-  fsdp_unit_reduce_grads(u);
-  fsdp_unit_reshard(u);
+  if (m->requires_grad_sync) {
+    m->ops->reduce_grads(u);
+    m->latest_reduced = u;
+  } else {
+    m->ops->keep_grads(u);
+  }
+  m->ops->reshard(u);
   /* The root's backward wraps all the others: nothing comes after it. */
   if (m->overlap.backward_prefetch == BACKWARD_PREFETCH_POST && !u->is_root) prefetch(m, backward_next(m, u));
   trace_unsharded_units(m);
 }
 
 void fsdp_model_wait_for_grads(struct fsdp_model *m) {
-  for (int i = 0; i < m->n_units; i++) fsdp_unit_release_grads(m->units[i], 1);
+  for (int i = 0; i < m->n_units; i++) m->ops->release_grads(m->units[i]);
+  m->latest_reduced = NULL;
 }
 
 void fsdp_model_synchronize(struct fsdp_model *m) {

@@ -4,28 +4,51 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dry_run.h"
 #include "fsdp/comm.h"
 #include "fsdp/error.h"
+#include "fsdp/memory.h"
 #include "fsdp/stream.h"
 #include "fsdp/trace.h"
 
-void fsdp_model_init(struct fsdp_model *m, struct comm_group *group, enum sharding_strategy strategy,
-                     const struct fsdp_overlap *overlap) {
+static const struct fsdp_unit_ops UNIT_OPS = {
+    fsdp_unit_unshard,      fsdp_unit_wait_unsharded, fsdp_unit_reshard,       fsdp_unit_begin_grads,
+    fsdp_unit_reduce_grads, fsdp_unit_keep_grads,     fsdp_unit_release_grads,
+};
+
+/* What a model and a dry run of it share. */
+void fsdp_model_init_policies(struct fsdp_model *m, int world_size, enum sharding_strategy strategy,
+                              const struct fsdp_overlap *overlap, const struct fsdp_mixed_precision *mp) {
   memset(m, 0, sizeof *m);
-  m->group = group;
+  m->world_size = world_size;
   m->strategy = strategy;
+  m->requires_grad_sync = 1;
+  if (mp) m->mp = *mp;
+  FSDP_CHECK(m->mp.reduce_dtype == DTYPE_F32 || (m->mp.reduce_dtype == DTYPE_BF16 && strategy != SHARD_NONE));
   m->overlap = overlap ? *overlap : FSDP_OVERLAP_DEFAULT;
   FSDP_CHECK(m->overlap.prefetch >= 0 && m->overlap.max_unsharded >= 1);
   if (m->overlap.blocking) {
     m->overlap.prefetch = 0;
     m->overlap.backward_prefetch = BACKWARD_PREFETCH_NONE;
   }
+  m->streams.blocking = m->overlap.blocking;
+}
+
+void fsdp_model_init(struct fsdp_model *m, struct comm_group *group, enum sharding_strategy strategy,
+                     const struct fsdp_overlap *overlap, const struct fsdp_mixed_precision *mp) {
+  fsdp_model_init_policies(m, comm_size(group), strategy, overlap, mp);
+  m->ops = &UNIT_OPS;
+  m->group = group;
   fsdp_streams_init(&m->streams, group);
   m->streams.blocking = m->overlap.blocking;
   m->collective_done = event_create();
 }
 
 void fsdp_model_free(struct fsdp_model *m) {
+  if (m->dry_run) {
+    fsdp_model_free_dry_run(m);
+    return;
+  }
   for (int i = 0; i < m->n_units; i++) {
     fsdp_unit_free(m->units[i]);
     free(m->units[i]);
@@ -40,7 +63,12 @@ struct fsdp_unit *fsdp_model_add_unit(struct fsdp_model *m, const char *name, co
   if (m->n_units == FSDP_MAX_UNITS) fsdp_fatal("a model may have at most %d units", FSDP_MAX_UNITS);
   FSDP_CHECK(!is_root || m->n_units == 0);
   struct fsdp_unit *u = fsdp_xmalloc(sizeof *u);
-  fsdp_unit_init(u, name, m->n_units, specs, n_params, m->group, &m->streams, m->strategy, is_root);
+  if (m->dry_run)
+    fsdp_unit_init_dry_run(u, name, m->n_units, specs, n_params, m->world_size, m->strategy, is_root,
+                           &m->streams);
+  else
+    fsdp_unit_init(u, name, m->n_units, specs, n_params, m->group, &m->streams, m->strategy, is_root);
+  u->mp = m->mp;
   m->units[m->n_units++] = u;
   return u;
 }
@@ -50,7 +78,7 @@ void fsdp_model_init_params(struct fsdp_model *m, uint64_t seed) {
 }
 
 void fsdp_model_reshard_all(struct fsdp_model *m) {
-  for (int i = 0; i < m->n_units; i++) fsdp_unit_reshard(m->units[i]);
+  for (int i = 0; i < m->n_units; i++) m->ops->reshard(m->units[i]);
 }
 
 /* One parameter's elements in this rank's shards, padding excluded. */
@@ -92,6 +120,7 @@ static void all_reduce_now(struct fsdp_model *m, double *value, enum comm_reduce
 
 double fsdp_model_grad_norm(struct fsdp_model *m) {
   fsdp_model_wait_for_grads(m);
+  for (int i = 0; i < m->n_units; i++) FSDP_CHECK(!m->units[i]->unreduced);
   double sum = 0.0;
   for_each_owned_run(m, add_grad_squares, &sum);
   /* Replicated gradients are already whole on every rank. */
@@ -104,13 +133,22 @@ static void scale_grads(const struct owned_run *run, void *ctx) {
   for (size_t i = 0; i < run->n; i++) run->grad[i] *= scale;
 }
 
-float fsdp_model_clip_grads(struct fsdp_model *m, double norm, double max_norm) {
+void fsdp_model_scale_grads(struct fsdp_model *m, float scale) {
   fsdp_model_wait_for_grads(m);
+  for_each_owned_run(m, scale_grads, &scale);
+}
+
+float fsdp_model_clip_grads(struct fsdp_model *m, double norm, double max_norm) {
   if (max_norm <= 0.0 || norm <= max_norm) return 1.0f;
   /* The same epsilon as torch.nn.utils.clip_grad_norm_. */
   float scale = (float)(max_norm / (norm + 1e-6));
-  for_each_owned_run(m, scale_grads, &scale);
+  fsdp_model_scale_grads(m, scale);
   return scale;
+}
+
+void fsdp_model_zero_grad(struct fsdp_model *m) {
+  fsdp_model_wait_for_grads(m);
+  for (int i = 0; i < m->n_units; i++) m->units[i]->grads_in_shard = 0;
 }
 
 struct adamw_step_args {
@@ -139,6 +177,7 @@ void fsdp_model_adamw_step(struct fsdp_model *m, const struct adamw_config *cfg,
   FSDP_CHECK(step >= 1);
   fsdp_model_wait_for_grads(m);
   double begin = trace_enabled() ? trace_now_us() : 0.0;
+  mem_push_context("", "optimizer");
   struct adamw_step_args args = {
       .cfg = cfg,
       .bias_correction1 = 1.0f - powf(cfg->beta1, (float)step),
@@ -148,8 +187,10 @@ void fsdp_model_adamw_step(struct fsdp_model *m, const struct adamw_config *cfg,
    * while the later units are updated. */
   for (int i = 0; i < m->n_units; i++) {
     for_each_owned_run_of(m->units[i], adamw_update, &args);
+    m->units[i]->grads_in_shard = 0;
     fsdp_prefetch_for_next_step(m, m->units[i]);
   }
+  mem_pop_context();
   if (trace_enabled()) trace_span(trace_track(stream_name(m->streams.compute)), "optimizer", begin, trace_now_us());
 }
 

@@ -107,72 +107,80 @@ static void declare_units(struct gpt2 *model) {
   }
 }
 
-static float *activation(size_t elements) { return mem_alloc(elements * sizeof(float), MEM_ACTIVATIONS); }
+static float *activation(size_t elements) { return mem_alloc_for_overwrite(elements * sizeof(float), MEM_ACTIVATIONS); }
 
-static void allocate_activations(struct gpt2 *model) {
-  const struct gpt2_config *c = &model->config;
-  size_t N = (size_t)model->B * model->T, C = (size_t)c->n_embd, V = (size_t)c->vocab_size;
-  model->inputs = mem_alloc(N * sizeof(int), MEM_ACTIVATIONS);
-  model->targets = mem_alloc(N * sizeof(int), MEM_ACTIVATIONS);
-  model->encoded = activation(N * C);
-  model->acts = fsdp_xcalloc((size_t)c->n_layer, sizeof *model->acts);
-  for (int l = 0; l < c->n_layer; l++) {
-    struct gpt2_block_acts *a = &model->acts[l];
-    a->ln1 = activation(N * C);
-    a->ln1_mean = activation(N);
-    a->ln1_rstd = activation(N);
-    a->qkv = activation(N * 3 * C);
-    a->atty = activation(N * C);
-    a->att = activation((size_t)model->B * c->n_head * model->T * model->T);
-    a->attproj = activation(N * C);
-    a->residual2 = activation(N * C);
-    a->ln2 = activation(N * C);
-    a->ln2_mean = activation(N);
-    a->ln2_rstd = activation(N);
-    a->fch = activation(N * 4 * C);
-    a->fch_gelu = activation(N * 4 * C);
-    a->fcproj = activation(N * C);
-    a->residual3 = activation(N * C);
-  }
-  model->lnf = activation(N * C);
-  model->lnf_mean = activation(N);
-  model->lnf_rstd = activation(N);
-  model->logits = activation(N * V);
-  model->probs = activation(N * V);
-  model->losses = activation(N);
-  model->d_residual = activation(N * C);
-  model->d_ln = activation(N * C);
-  model->d_qkv = activation(N * 3 * C);
-  model->d_atty = activation(N * C);
-  model->d_fch = activation(N * 4 * C);
-  model->d_fch_gelu = activation(N * 4 * C);
-  model->d_logits = activation(N * V);
+static void release(float **buffer) {
+  mem_free(*buffer);
+  *buffer = NULL;
 }
 
-void gpt2_create(struct gpt2 *model, const struct gpt2_config *config, struct fsdp_model *fsdp, int B, int T) {
-  FSDP_CHECK(fsdp->n_units == 0 && gpt2_config_problem(config) == NULL);
+/* The buffers of a block's forward and their sizes in floats, the output last. */
+enum { BLOCK_ACT_BUFFERS = 15 };
+static void block_act_buffers(const struct gpt2 *model, struct gpt2_block_acts *a, float **buffers[BLOCK_ACT_BUFFERS],
+                              size_t elements[BLOCK_ACT_BUFFERS]) {
+  const struct gpt2_config *c = &model->config;
+  size_t N = (size_t)model->B * model->T, C = (size_t)c->n_embd;
+  size_t att = (size_t)model->B * c->n_head * model->T * model->T;
+  float **b[BLOCK_ACT_BUFFERS] = {&a->ln1,      &a->ln1_mean, &a->ln1_rstd, &a->qkv, &a->atty,
+                                  &a->att,      &a->attproj,  &a->residual2, &a->ln2, &a->ln2_mean,
+                                  &a->ln2_rstd, &a->fch,      &a->fch_gelu, &a->fcproj, &a->residual3};
+  size_t e[BLOCK_ACT_BUFFERS] = {N * C, N, N, N * 3 * C, N * C, att, N * C, N * C,
+                                 N * C, N, N, N * 4 * C, N * 4 * C, N * C, N * C};
+  memcpy(buffers, b, sizeof b);
+  memcpy(elements, e, sizeof e);
+}
+
+/* The output may already be held (a recompute). */
+static void block_acts_alloc(struct gpt2 *model, int l) {
+  float **buffers[BLOCK_ACT_BUFFERS];
+  size_t elements[BLOCK_ACT_BUFFERS];
+  block_act_buffers(model, &model->acts[l], buffers, elements);
+  for (int i = 0; i < BLOCK_ACT_BUFFERS; i++)
+    if (!*buffers[i]) *buffers[i] = activation(elements[i]);
+}
+
+/* Everything but the output, which is the next block's input. */
+static void block_acts_release_inner(struct gpt2 *model, int l) {
+  float **buffers[BLOCK_ACT_BUFFERS];
+  size_t elements[BLOCK_ACT_BUFFERS];
+  block_act_buffers(model, &model->acts[l], buffers, elements);
+  for (int i = 0; i < BLOCK_ACT_BUFFERS - 1; i++) release(buffers[i]);
+}
+
+void gpt2_release_activations(struct gpt2 *model) {
+  float **outside_blocks[] = {&model->encoded, &model->lnf,   &model->lnf_mean, &model->lnf_rstd,
+                              &model->logits,  &model->probs, &model->losses,   &model->d_residual,
+                              &model->d_ln,    &model->d_qkv, &model->d_atty,   &model->d_fch,
+                              &model->d_fch_gelu, &model->d_logits};
+  for (size_t i = 0; i < sizeof outside_blocks / sizeof outside_blocks[0]; i++) release(outside_blocks[i]);
+  for (int l = 0; l < model->config.n_layer; l++) {
+    block_acts_release_inner(model, l);
+    release(&model->acts[l].residual3);
+  }
+}
+
+int gpt2_is_checkpointed(const struct gpt2 *model, int layer) {
+  return model->ac_every > 0 && (layer + 1) % model->ac_every == 0;
+}
+
+void gpt2_create(struct gpt2 *model, const struct gpt2_config *config, struct fsdp_model *fsdp, int B, int T,
+                 int ac_every) {
+  FSDP_CHECK(fsdp->n_units == 0 && gpt2_config_problem(config) == NULL && ac_every >= 0);
   FSDP_CHECK(B >= 1 && T >= 1 && T <= config->max_seq_len && gpt2_batch_problem(config, B, T) == NULL);
   memset(model, 0, sizeof *model);
   model->config = *config;
   model->B = B;
   model->T = T;
+  model->ac_every = ac_every;
   model->fsdp = fsdp;
   declare_units(model);
-  allocate_activations(model);
+  model->inputs = mem_alloc((size_t)B * T * sizeof(int), MEM_ACTIVATIONS);
+  model->targets = mem_alloc((size_t)B * T * sizeof(int), MEM_ACTIVATIONS);
+  model->acts = fsdp_xcalloc((size_t)config->n_layer, sizeof *model->acts);
 }
 
 void gpt2_free(struct gpt2 *model) {
-  float **buffers[] = {&model->encoded, &model->lnf, &model->lnf_mean, &model->lnf_rstd, &model->logits,
-                       &model->probs, &model->losses, &model->d_residual, &model->d_ln, &model->d_qkv,
-                       &model->d_atty, &model->d_fch, &model->d_fch_gelu, &model->d_logits};
-  for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++) mem_free(*buffers[i]);
-  for (int l = 0; l < model->config.n_layer; l++) {
-    struct gpt2_block_acts *a = &model->acts[l];
-    float *block_buffers[] = {a->ln1, a->ln1_mean, a->ln1_rstd, a->qkv, a->atty, a->att, a->attproj,
-                              a->residual2, a->ln2, a->ln2_mean, a->ln2_rstd, a->fch, a->fch_gelu,
-                              a->fcproj, a->residual3};
-    for (size_t i = 0; i < sizeof block_buffers / sizeof block_buffers[0]; i++) mem_free(block_buffers[i]);
-  }
+  gpt2_release_activations(model);
   mem_free(model->inputs);
   mem_free(model->targets);
   free(model->acts);
@@ -204,23 +212,36 @@ static void block_forward(struct gpt2 *model, int l, const float *input) {
 void gpt2_forward(struct gpt2 *model, const int *inputs, const int *targets) {
   const struct gpt2_config *c = &model->config;
   int B = model->B, T = model->T, C = c->n_embd, V = c->vocab_size, N = B * T;
+  size_t NC = (size_t)N * C;
+  gpt2_release_activations(model); /* of a forward without backward (an evaluation) */
   memcpy(model->inputs, inputs, (size_t)N * sizeof(int));
   memcpy(model->targets, targets, (size_t)N * sizeof(int));
 
   struct fsdp_unit *root = model->root;
   fsdp_pre_forward(model->fsdp, root);
+  model->encoded = activation(NC);
   encoder_forward(model->encoded, inputs, fsdp_unit_param(root, ROOT_WTE), fsdp_unit_param(root, ROOT_WPE), B, T,
                   C);
   const float *residual = model->encoded;
   for (int l = 0; l < c->n_layer; l++) {
     fsdp_pre_forward(model->fsdp, model->blocks[l]);
+    block_acts_alloc(model, l);
     block_forward(model, l, residual);
+    /* A checkpointed block keeps only its output, the next block's input: its
+     * backward recomputes the rest from its own input. */
+    if (gpt2_is_checkpointed(model, l)) block_acts_release_inner(model, l);
     fsdp_post_forward(model->fsdp, model->blocks[l]);
     residual = model->acts[l].residual3;
   }
+  model->lnf = activation(NC);
+  model->lnf_mean = activation((size_t)N);
+  model->lnf_rstd = activation((size_t)N);
   layernorm_forward(model->lnf, model->lnf_mean, model->lnf_rstd, residual, fsdp_unit_param(root, ROOT_LNF_W),
                     fsdp_unit_param(root, ROOT_LNF_B), N, C);
   /* The head is tied: logits = lnf @ wte^T. */
+  model->logits = activation((size_t)N * V);
+  model->probs = activation((size_t)N * V);
+  model->losses = activation((size_t)N);
   matmul_forward(model->logits, model->lnf, fsdp_unit_param(root, ROOT_WTE), NULL, N, C, V);
   softmax_crossentropy_forward(model->probs, model->losses, model->logits, targets, N, V);
   fsdp_post_forward(model->fsdp, root);
@@ -264,29 +285,114 @@ static void block_backward(struct gpt2 *model, int l, const float *input) {
                      input, fsdp_unit_param(u, BLK_LN1_W), a->ln1_mean, a->ln1_rstd, N, C);
 }
 
-void gpt2_backward(struct gpt2 *model) {
+void gpt2_backward(struct gpt2 *model, float loss_scale) {
   const struct gpt2_config *c = &model->config;
   int B = model->B, T = model->T, C = c->n_embd, V = c->vocab_size, L = c->n_layer, N = B * T;
   size_t NC = (size_t)N * C;
   struct fsdp_unit *root = model->root;
+  FSDP_CHECK(model->probs != NULL);
 
   fsdp_pre_backward(model->fsdp, root);
-  /* The loss is the mean over the N tokens of this rank. */
+  release(&model->logits);
+  release(&model->losses);
+  /* The loss is loss_scale times the mean over the N tokens of this rank. */
+  model->d_logits = activation((size_t)N * V);
   zero(model->d_logits, (size_t)N * V);
-  softmax_crossentropy_backward(model->d_logits, model->probs, model->targets, 1.0f / (float)N, N, V);
+  softmax_crossentropy_backward(model->d_logits, model->probs, model->targets, loss_scale / (float)N, N, V);
+  release(&model->probs);
+  model->d_ln = activation(NC);
   zero(model->d_ln, NC);
   matmul_backward(model->d_ln, fsdp_unit_grad(root, ROOT_WTE), NULL, model->d_logits, model->lnf,
                   fsdp_unit_param(root, ROOT_WTE), N, C, V);
+  release(&model->d_logits);
+  release(&model->lnf);
+  model->d_residual = activation(NC);
   zero(model->d_residual, NC);
   layernorm_backward(model->d_residual, fsdp_unit_grad(root, ROOT_LNF_W), fsdp_unit_grad(root, ROOT_LNF_B),
                      model->d_ln, model->acts[L - 1].residual3, fsdp_unit_param(root, ROOT_LNF_W),
                      model->lnf_mean, model->lnf_rstd, N, C);
+  release(&model->lnf_mean);
+  release(&model->lnf_rstd);
+  model->d_qkv = activation(3 * NC);
+  model->d_atty = activation(NC);
+  model->d_fch = activation(4 * NC);
+  model->d_fch_gelu = activation(4 * NC);
   for (int l = L - 1; l >= 0; l--) {
+    const float *input = l == 0 ? model->encoded : model->acts[l - 1].residual3;
     fsdp_pre_backward(model->fsdp, model->blocks[l]);
-    block_backward(model, l, l == 0 ? model->encoded : model->acts[l - 1].residual3);
+    if (gpt2_is_checkpointed(model, l)) {
+      block_acts_alloc(model, l);
+      block_forward(model, l, input);
+    }
+    block_backward(model, l, input);
+    block_acts_release_inner(model, l);
+    release(&model->acts[l].residual3);
     fsdp_post_backward(model->fsdp, model->blocks[l]);
   }
   encoder_backward(fsdp_unit_grad(root, ROOT_WTE), fsdp_unit_grad(root, ROOT_WPE), model->d_residual,
                    model->inputs, B, T, C);
+  gpt2_release_activations(model);
   fsdp_post_backward(model->fsdp, root);
+}
+
+/* ---- the dry run of a step for `fsdp plan`: the same hooks, and the bytes each
+ * activation would take when the forward and backward above allocate and free
+ * it, in the same order. ---- */
+
+static void count_activation(long long elements) { mem_count_planned(MEM_ACTIVATIONS, elements * (long long)sizeof(float)); }
+
+/* Floats of a block's forward buffers, and of its output alone. */
+static void block_act_elements(const struct gpt2 *model, long long *all, long long *output) {
+  struct gpt2_block_acts unused;
+  float **buffers[BLOCK_ACT_BUFFERS];
+  size_t elements[BLOCK_ACT_BUFFERS];
+  block_act_buffers(model, &unused, buffers, elements);
+  *all = 0;
+  for (int i = 0; i < BLOCK_ACT_BUFFERS; i++) *all += (long long)elements[i];
+  *output = (long long)elements[BLOCK_ACT_BUFFERS - 1];
+}
+
+void gpt2_dry_run_forward(struct gpt2 *model) {
+  FSDP_CHECK(model->fsdp->dry_run);
+  long long N = (long long)model->B * model->T, NC = N * model->config.n_embd, NV = N * model->config.vocab_size;
+  long long block_all, block_output;
+  block_act_elements(model, &block_all, &block_output);
+  fsdp_pre_forward(model->fsdp, model->root);
+  count_activation(NC); /* encoded */
+  for (int l = 0; l < model->config.n_layer; l++) {
+    fsdp_pre_forward(model->fsdp, model->blocks[l]);
+    count_activation(block_all);
+    if (gpt2_is_checkpointed(model, l)) count_activation(-(block_all - block_output));
+    fsdp_post_forward(model->fsdp, model->blocks[l]);
+  }
+  count_activation(NC + 2 * N); /* lnf and its statistics */
+  count_activation(2 * NV + N); /* logits, probs, losses */
+  fsdp_post_forward(model->fsdp, model->root);
+}
+
+void gpt2_dry_run_backward(struct gpt2 *model) {
+  FSDP_CHECK(model->fsdp->dry_run);
+  long long N = (long long)model->B * model->T, NC = N * model->config.n_embd, NV = N * model->config.vocab_size;
+  long long block_all, block_output;
+  block_act_elements(model, &block_all, &block_output);
+  fsdp_pre_backward(model->fsdp, model->root);
+  count_activation(-(NV + N)); /* logits, losses */
+  count_activation(NV);        /* d_logits */
+  count_activation(-NV);       /* probs */
+  count_activation(NC);        /* d_ln */
+  count_activation(-NV - NC);  /* d_logits, lnf */
+  count_activation(NC);        /* d_residual */
+  count_activation(-2 * N);    /* lnf statistics */
+  count_activation(12 * NC);   /* d_qkv, d_atty, d_fch, d_fch_gelu */
+  for (int l = model->config.n_layer - 1; l >= 0; l--) {
+    fsdp_pre_backward(model->fsdp, model->blocks[l]);
+    if (gpt2_is_checkpointed(model, l)) count_activation(block_all - block_output);
+    long long scratch = (long long)attention_backward_scratch_bytes(model->T);
+    mem_count_planned(MEM_ACTIVATIONS, scratch);
+    mem_count_planned(MEM_ACTIVATIONS, -scratch);
+    count_activation(-block_all);
+    fsdp_post_backward(model->fsdp, model->blocks[l]);
+  }
+  count_activation(-(NC + 14 * NC)); /* encoded, and every gradient buffer */
+  fsdp_post_backward(model->fsdp, model->root);
 }

@@ -60,14 +60,17 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int T, i
  * dpreatt = att * (datt - rowsum(att * datt)) (softmax backward; 0 where masked);
  * dq += dpreatt k / sqrt(hs); dk += dpreatt^T q / sqrt(hs).
  * datt/dpreatt live in one T x T scratch per thread, allocated once per call. */
+size_t attention_backward_scratch_bytes(int T) {
+  return (size_t)omp_get_max_threads() * (size_t)T * (size_t)T * sizeof(float);
+}
+
 void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att, int B, int T,
                         int C, int NH) {
   if (!dqkv) return;
   int hs = C / NH;
   int C3 = 3 * C;
   float scale = 1.0f / sqrtf((float)hs);
-  int nthreads = omp_get_max_threads();
-  float *scratch = mem_alloc((size_t)nthreads * T * T * sizeof(float), MEM_ACTIVATIONS);
+  float *scratch = mem_alloc(attention_backward_scratch_bytes(T), MEM_ACTIVATIONS);
 #pragma omp parallel for collapse(2) if (parallel_heads())
   for (int b = 0; b < B; b++) {
     for (int h = 0; h < NH; h++) {

@@ -1,0 +1,124 @@
+/* `fsdp memviz SNAPSHOT -o OUT`: a memory snapshot of `fsdp train` as a chart per
+ * rank of the bytes held by category over time, with the peak taken apart. Runs
+ * without MPI: it only reads a file and writes one. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsdp/cli.h"
+#include "fsdp/error.h"
+#include "memviz.h"
+#include "output_file.h"
+
+enum output_kind { OUTPUT_HTML, OUTPUT_SVG };
+static const char OUTPUT_EQUALS[] = "--output=";
+
+struct memviz_options {
+  const char *snapshot;
+  const char *output;
+  enum output_kind kind;
+};
+
+static void print_usage(FILE *out) {
+  fputs("usage: fsdp memviz SNAPSHOT -o OUT\n"
+        "\n"
+        "Draws a memory snapshot (fsdp train --memory-snapshot FILE): for each rank, the bytes\n"
+        "held by category over time, the peak of the total, and what it was made of.\n"
+        "\n"
+        "  SNAPSHOT                the snapshot JSON file\n"
+        "  -o, --output OUT        OUT.html: a page for a browser (works offline);\n"
+        "                          OUT.svg: the charts alone, as one SVG image\n"
+        "  -h, --help              this text\n"
+        "\n"
+        "Exits 2 on a usage error, 1 when the snapshot cannot be read or is invalid.\n",
+        out);
+}
+
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  fputs("fsdp: error: ", stderr);
+  vfprintf(stderr, fmt, args);
+  fputs(" (see fsdp memviz --help)\n", stderr);
+  va_end(args);
+  return 2;
+}
+
+static int ends_with(const char *text, const char *suffix) {
+  size_t n = strlen(text), m = strlen(suffix);
+  return n >= m && strcmp(text + n - m, suffix) == 0;
+}
+
+/* Returns -1 when the options are complete, 0 when --help was printed, or the exit
+ * status of a usage error. argv[0] is "memviz". */
+static int parse_options(struct memviz_options *o, int argc, char **argv) {
+  memset(o, 0, sizeof *o);
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+      print_usage(stdout);
+      return 0;
+    }
+    if (strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0) {
+      if (i + 1 >= argc || argv[i + 1][0] == '\0') return usage_error("%s: missing value", arg);
+      o->output = argv[++i];
+    } else if (strncmp(arg, OUTPUT_EQUALS, sizeof OUTPUT_EQUALS - 1) == 0) {
+      o->output = arg + sizeof OUTPUT_EQUALS - 1;
+      if (o->output[0] == '\0') return usage_error("--output: missing value");
+    } else if (arg[0] == '-' && arg[1] != '\0') {
+      return usage_error("unknown flag '%s'", arg);
+    } else if (o->snapshot) {
+      return usage_error("unexpected argument '%s': give one SNAPSHOT", arg);
+    } else {
+      o->snapshot = arg;
+    }
+  }
+  if (!o->snapshot) return usage_error("missing SNAPSHOT, the memory snapshot file to draw");
+  if (!o->output) return usage_error("missing -o OUT, the .html or .svg file to write");
+  if (ends_with(o->output, ".html")) {
+    o->kind = OUTPUT_HTML;
+  } else if (ends_with(o->output, ".svg")) {
+    o->kind = OUTPUT_SVG;
+  } else {
+    return usage_error("-o: '%s' must end in .html (a page) or .svg (an image)", o->output);
+  }
+  return -1;
+}
+
+/* The document is built in memory, then written to a temporary name and renamed
+ * (output_file.h): a reader never sees half a file. */
+static void write_output(const struct memviz_options *o, const struct memory_snapshot *s,
+                         const struct rank_view *views) {
+  char *text = NULL;
+  size_t length = 0;
+  FILE *f = open_memstream(&text, &length);
+  if (!f) fsdp_fatal("-o: cannot build '%s' in memory: %s", o->output, strerror(errno));
+  if (o->kind == OUTPUT_HTML) {
+    memviz_write_html(f, s, views);
+  } else {
+    memviz_write_svg(f, s, views);
+  }
+  int failed = ferror(f);
+  if (fclose(f) != 0 || failed) fsdp_fatal("-o: out of memory building '%s'", o->output);
+  const char *pieces[] = {text};
+  output_write("-o", o->output, pieces, &length, 1);
+  free(text);
+}
+
+int fsdp_memviz_main(int argc, char **argv) {
+  struct memviz_options o;
+  int status = parse_options(&o, argc, argv);
+  if (status >= 0) return status;
+  struct memory_snapshot s;
+  memory_snapshot_load(&s, o.snapshot);
+  struct rank_view *views = fsdp_xcalloc((size_t)s.n_ranks, sizeof *views);
+  for (int i = 0; i < s.n_ranks; i++) memviz_view_build(&views[i], &s, &s.ranks[i], MEMVIZ_PLOT_WIDTH);
+  write_output(&o, &s, views);
+  printf("wrote %s: %d rank%s\n", o.output, s.n_ranks, s.n_ranks == 1 ? "" : "s");
+  for (int i = 0; i < s.n_ranks; i++) memviz_view_free(&views[i]);
+  free(views);
+  memory_snapshot_free(&s);
+  return 0;
+}

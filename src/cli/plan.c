@@ -1,0 +1,119 @@
+/* `fsdp plan`: the memory per rank and the traffic of a training configuration,
+ * from a dry run of two training steps (the second is reported: it starts with
+ * what the first one's optimizer prefetched, as every later step does). Nothing
+ * of the model is allocated; the numbers come from the same hooks and the same
+ * activation order as `fsdp train` (src/fsdp/dry_run.c, gpt2_dry_run_*). */
+#include <cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fsdp/cli.h"
+#include "fsdp/error.h"
+#include "fsdp/log.h"
+
+struct plan {
+  struct mem_stats mem; /* of the second step */
+  struct fsdp_traffic traffic;
+  size_t numel;
+  int n_units, B;
+};
+
+static void dry_run_step(const struct train_options *o, struct fsdp_model *m, struct gpt2 *g) {
+  mem_reset_peaks();
+  for (int k = 0; k < o->grad_accum; k++) {
+    m->requires_grad_sync = o->accum_mode == ACCUM_SHARDED || k == o->grad_accum - 1;
+    gpt2_dry_run_forward(g);
+    gpt2_dry_run_backward(g);
+  }
+  fsdp_model_wait_for_grads(m);
+  fsdp_model_dry_run_optimizer(m);
+}
+
+static void make_plan(const struct train_options *o, struct plan *p) {
+  memset(p, 0, sizeof *p);
+  p->B = train_options_batch_per_rank(o, o->world_size);
+  const char *too_large = gpt2_batch_problem(&o->gpt2, p->B, o->seq_len);
+  if (too_large) fsdp_fatal("%s", too_large);
+  /* What the trainer holds besides the model: the tokens and one batch of them. */
+  struct token_data data = {0};
+  if (o->data) token_data_load(&data, o->data, o->data_format, o->gpt2.vocab_size);
+  size_t N = (size_t)p->B * (size_t)o->seq_len;
+  int *inputs = mem_alloc(N * sizeof(int), MEM_OTHER), *targets = mem_alloc(N * sizeof(int), MEM_OTHER);
+
+  struct fsdp_model m;
+  struct gpt2 g;
+  fsdp_model_init_dry_run(&m, o->world_size, o->sharding, &o->overlap, &o->mp);
+  gpt2_create(&g, &o->gpt2, &m, p->B, o->seq_len, o->ac_every);
+  p->numel = fsdp_model_numel(&m);
+  p->n_units = m.n_units;
+  dry_run_step(o, &m, &g);
+  fsdp_model_take_dry_run_traffic(&m, &p->traffic);
+  dry_run_step(o, &m, &g);
+  fsdp_model_take_dry_run_traffic(&m, &p->traffic);
+  mem_get_stats(&p->mem);
+
+  gpt2_free(&g);
+  fsdp_model_free(&m);
+  mem_free(inputs);
+  mem_free(targets);
+  token_data_free(&data);
+}
+
+static double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
+
+static void print_text(const struct train_options *o, const struct plan *p) {
+  printf("plan: %s, %zu parameters in %d units; %s sharding over %d ranks; batch %d x %d per rank x %d "
+         "micro-batches (%s)\n",
+         o->model, p->numel, p->n_units, sharding_strategy_name(o->sharding), o->world_size, p->B, o->seq_len,
+         o->grad_accum, o->accum_mode == ACCUM_NO_SYNC ? "no-sync" : "sharded");
+  printf("      activation checkpointing %s, param dtype %s, reduce dtype %s%s\n",
+         o->ac_every == 0 ? "none" : o->ac_every == 1 ? "full" : "every k-th block", dtype_name(o->mp.param_dtype),
+         dtype_name(o->mp.reduce_dtype), o->data ? "" : "; token data not counted (no --data)");
+  printf("\nmemory per rank in a training step:\n");
+  printf("  %-18s %14s %10s %16s\n", "category", "peak bytes", "MiB", "at total peak");
+  for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
+    printf("  %-18s %14zu %10.2f %16.2f\n", mem_category_name(c), p->mem.peak[c], mib((double)p->mem.peak[c]),
+           mib((double)p->mem.at_total_peak[c]));
+  printf("  %-18s %14zu %10.2f\n", "total (peak)", p->mem.total_peak, mib((double)p->mem.total_peak));
+  size_t state = p->mem.peak[MEM_SHARDED_PARAMS] + p->mem.peak[MEM_SHARDED_GRADS] + p->mem.peak[MEM_OPTIMIZER];
+  printf("  model state (sharded params, grads, AdamW) %.2f MiB = %.2f bytes per parameter\n", mib((double)state),
+         (double)state / (double)p->numel);
+  printf("\ntraffic per rank per step (each rank receives as much as it sends):\n");
+  printf("  all-gather      %12.2f MiB sent\n", mib(p->traffic.all_gather));
+  printf("  reduce-scatter  %12.2f MiB sent\n", mib(p->traffic.reduce_scatter));
+  printf("  all-reduce      %12.2f MiB sent\n", mib(p->traffic.all_reduce));
+}
+
+static void print_json(const struct train_options *o, const struct plan *p) {
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddNumberToObject(j, "world_size", o->world_size);
+  cJSON_AddNumberToObject(j, "parameters", (double)p->numel);
+  cJSON_AddNumberToObject(j, "batch_per_rank", p->B);
+  cJSON *peak = cJSON_AddObjectToObject(j, "peak_bytes"), *at = cJSON_AddObjectToObject(j, "at_total_peak_bytes");
+  for (int c = 0; c < MEM_NUM_CATEGORIES; c++) {
+    cJSON_AddNumberToObject(peak, mem_category_name(c), (double)p->mem.peak[c]);
+    cJSON_AddNumberToObject(at, mem_category_name(c), (double)p->mem.at_total_peak[c]);
+  }
+  cJSON_AddNumberToObject(j, "total_peak_bytes", (double)p->mem.total_peak);
+  cJSON *traffic = cJSON_AddObjectToObject(j, "sent_bytes_per_step");
+  cJSON_AddNumberToObject(traffic, "all_gather", p->traffic.all_gather);
+  cJSON_AddNumberToObject(traffic, "reduce_scatter", p->traffic.reduce_scatter);
+  cJSON_AddNumberToObject(traffic, "all_reduce", p->traffic.all_reduce);
+  char *text = cJSON_Print(j);
+  if (!text) fsdp_fatal("plan: out of memory printing JSON");
+  printf("%s\n", text);
+  cJSON_free(text);
+  cJSON_Delete(j);
+}
+
+int fsdp_plan_main(int argc, char **argv) {
+  struct train_options o;
+  if (train_options_parse(OPTIONS_PLAN, &o, argc, argv)) return 0;
+  struct plan p;
+  make_plan(&o, &p);
+  if (strcmp(o.format, "json") == 0)
+    print_json(&o, &p);
+  else
+    print_text(&o, &p);
+  return 0;
+}

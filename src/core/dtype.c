@@ -1,0 +1,185 @@
+#include "fsdp/dtype.h"
+
+#include <string.h>
+
+#include "fsdp/error.h"
+
+static const char *const NAMES[] = {[DTYPE_F32] = "fp32", [DTYPE_BF16] = "bf16", [DTYPE_F16] = "fp16"};
+enum { NUM_DTYPES = sizeof NAMES / sizeof NAMES[0] };
+
+static void check_dtype(enum dtype d, const char *caller) {
+  if ((unsigned)d >= NUM_DTYPES) fsdp_fatal("%s: unknown dtype %d", caller, (int)d);
+}
+
+static void check_16bit(enum dtype d, const char *caller) {
+  if (d != DTYPE_BF16 && d != DTYPE_F16)
+    fsdp_fatal("%s: dtype %d is not bf16 or fp16", caller, (int)d);
+}
+
+size_t dtype_size(enum dtype d) {
+  check_dtype(d, "dtype_size");
+  return d == DTYPE_F32 ? 4 : 2;
+}
+
+const char *dtype_name(enum dtype d) {
+  check_dtype(d, "dtype_name");
+  return NAMES[d];
+}
+
+int dtype_parse(const char *name) {
+  for (int d = 0; d < NUM_DTYPES; d++)
+    if (strcmp(name, NAMES[d]) == 0) return d;
+  return -1;
+}
+
+static float float_of(uint32_t u) {
+  float x;
+  memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+static const uint32_t F32_ABS = 0x7fffffffu, F32_INF = 0x7f800000u;
+
+/* Adding half an output ulp less one, plus the kept lowest bit, carries into the
+ * kept bits exactly when the dropped ones are above half, or at half with the kept
+ * part odd: round to nearest even in one add (the carry may run on into the exponent,
+ * which is right, and from the largest finite value on to infinity). */
+static uint32_t round_shift(uint32_t u, uint32_t shift) {
+  return (u + ((1u << (shift - 1)) - 1) + ((u >> shift) & 1u)) >> shift;
+}
+
+/* The conversions work on fp32 bit patterns. Each computes every candidate result and
+ * selects one, so that the loops over them vectorize. */
+
+static uint16_t bf16_of_bits(uint32_t u) {
+  /* A NaN would round into the infinities, or (its payload all in the dropped bits) be one. */
+  uint32_t quiet_nan = (u >> 16) | 0x0040u, rounded = round_shift(u, 16);
+  return (uint16_t)((u & F32_ABS) > F32_INF ? quiet_nan : rounded);
+}
+
+/* binary16: exponent bias 15 against fp32's 127; 10 stored significand bits against 23. */
+static const uint32_t F16_REBIAS = 112u << 23;
+static const uint32_t F32_OF_F16_MIN_NORMAL = 0x38800000u; /* 2^-14 */
+/* 65520, halfway between the largest finite binary16 (65504) and 2^16: it and all above
+ * round to infinity (to even: 65504's significand is odd). */
+static const uint32_t F32_OF_F16_OVERFLOW = 0x477ff000u;
+
+static uint16_t f16_of_bits(uint32_t u) {
+  uint32_t a = u & F32_ABS;
+  uint32_t quiet_nan = 0x7e00u | ((a >> 13) & 0x3ffu);
+  uint32_t normal = round_shift(a - F16_REBIAS, 13);
+  /* A subnormal result counts units of 2^-24. An fp32 number of exponent field e (at most
+   * 112, below binary16's normal range) is its significand (with the leading one when
+   * e > 0) times 2^(e - 150), or that count times 2^(e - 126): 14 shifts or more. From 25
+   * on the result is 0 (the significand is below half a unit); 31 keeps the shift defined. */
+  uint32_t e = a >> 23 < 112 ? a >> 23 : 112;
+  uint32_t significand = e ? (a & 0x7fffffu) | 0x800000u : a;
+  uint32_t shift = e ? 126 - e : 125;
+  uint32_t subnormal = round_shift(significand, shift < 31 ? shift : 31);
+  uint32_t magnitude = a > F32_INF                   ? quiet_nan
+                       : a >= F32_OF_F16_OVERFLOW   ? 0x7c00u
+                       : a >= F32_OF_F16_MIN_NORMAL ? normal
+                                                    : subnormal;
+  return (uint16_t)(((u >> 16) & 0x8000u) | magnitude);
+}
+
+static uint32_t bits_of_f16(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  /* Infinities and NaNs (e = 31) move to fp32's top exponent, 255. */
+  uint32_t rebias = e == 0x1f ? (255u - 31u) << 23 : F16_REBIAS;
+  uint32_t normal = ((e << 23) | (m << 13)) + rebias;
+  /* e = 0: m units of 2^-24, exact, and a normal fp32 number. */
+  float subnormal_value = (float)m * 0x1p-24f;
+  uint32_t subnormal;
+  memcpy(&subnormal, &subnormal_value, sizeof subnormal);
+  /* A mask, not ?:, which GCC turns into a branch around the multiply (it may trap), and
+   * then does not vectorize. */
+  uint32_t is_normal = -(uint32_t)(e != 0);
+  return sign | (normal & is_normal) | (subnormal & ~is_normal);
+}
+
+uint16_t f32_to_bf16(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  return bf16_of_bits(u);
+}
+
+float bf16_to_f32(uint16_t h) { return float_of((uint32_t)h << 16); }
+
+uint16_t f32_to_f16(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  return f16_of_bits(u);
+}
+
+float f16_to_f32(uint16_t h) { return float_of(bits_of_f16(h)); }
+
+/* One loop per format, so that each vectorizes on its own. */
+
+static void pack_bf16(const float *restrict src, uint16_t *restrict dst, size_t n) {
+  for (size_t i = 0; i < n; i++) dst[i] = f32_to_bf16(src[i]);
+}
+
+static void pack_f16(const float *restrict src, uint16_t *restrict dst, size_t n) {
+  for (size_t i = 0; i < n; i++) dst[i] = f32_to_f16(src[i]);
+}
+
+static void unpack_bf16(const uint16_t *restrict src, float *restrict dst, size_t n) {
+  for (size_t i = 0; i < n; i++) dst[i] = bf16_to_f32(src[i]);
+}
+
+static void unpack_f16(const uint16_t *restrict src, float *restrict dst, size_t n) {
+  for (size_t i = 0; i < n; i++) dst[i] = f16_to_f32(src[i]);
+}
+
+void dtype_round(enum dtype d, float *x, size_t n) {
+  check_dtype(d, "dtype_round");
+  if (d == DTYPE_BF16)
+    for (size_t i = 0; i < n; i++) x[i] = bf16_to_f32(f32_to_bf16(x[i]));
+  else if (d == DTYPE_F16)
+    for (size_t i = 0; i < n; i++) x[i] = f16_to_f32(f32_to_f16(x[i]));
+}
+
+void dtype_pack(enum dtype d, const float *src, uint16_t *dst, size_t n) {
+  check_16bit(d, "dtype_pack");
+  (d == DTYPE_BF16 ? pack_bf16 : pack_f16)(src, dst, n);
+}
+
+void dtype_unpack(enum dtype d, const uint16_t *src, float *dst, size_t n) {
+  check_16bit(d, "dtype_unpack");
+  (d == DTYPE_BF16 ? unpack_bf16 : unpack_f16)(src, dst, n);
+}
+
+/* The in-place conversions go a block at a time through a buffer on the stack, where
+ * the loops above vectorize (an element at a time, GCC sees the overlap and does not:
+ * 2-3x slower). The 16-bit side is moved by memcpy, so no byte is read with a type
+ * other than the one it was last written with. */
+enum { BLOCK = 2048 };
+
+/* Block [s, s+m) is read (as floats, bytes [4s, 4s+4m)) before its 16-bit values are
+ * written to bytes [2s, 2s+2m). Those end at 2s+2m <= 4s+4m, in blocks already read, and
+ * the next block starts at 4(s+m), above them: no float is overwritten before it is read. */
+void dtype_pack_in_place(enum dtype d, float *buf, size_t n) {
+  check_16bit(d, "dtype_pack_in_place");
+  unsigned char *bytes = (unsigned char *)buf;
+  uint16_t block[BLOCK];
+  for (size_t s = 0; s < n; s += BLOCK) {
+    size_t m = n - s < BLOCK ? n - s : BLOCK;
+    dtype_pack(d, buf + s, block, m);
+    memcpy(bytes + 2 * s, block, 2 * m);
+  }
+}
+
+/* Block [s, s+m) of 16-bit values (bytes [2n+2s, 2n+2s+2m)) is copied out before its
+ * floats are written to bytes [4s, 4s+4m). Those end at 4s+4m <= 2n+2s+2m (as s+m <= n),
+ * the end of the block's own values: only values already copied out are overwritten. */
+void dtype_unpack_upper_in_place(enum dtype d, float *buf, size_t n) {
+  check_16bit(d, "dtype_unpack_upper_in_place");
+  const unsigned char *bytes = (const unsigned char *)buf;
+  uint16_t block[BLOCK];
+  for (size_t s = 0; s < n; s += BLOCK) {
+    size_t m = n - s < BLOCK ? n - s : BLOCK;
+    memcpy(block, bytes + 2 * n + 2 * s, 2 * m);
+    dtype_unpack(d, block, buf + s, m);
+  }
+}
