@@ -66,8 +66,8 @@ void comm_all_reduce_async(struct comm_group *g, struct stream *s, const char *l
 enum comm_reduce_scatter_algorithm { COMM_RS_AUTO, COMM_RS_MPI, COMM_RS_RING };
 void comm_set_reduce_scatter_algorithm(enum comm_reduce_scatter_algorithm a);
 /* The tracked MEM_COMM bytes a reduce-scatter of count elements per rank over size
- * ranks holds while it runs (the ring's message slots; Open MPI's own buffers are
- * not tracked). */
+ * ranks needs: the ring's message slots, which its group keeps at the size of the
+ * largest call so far, until comm_group_free (Open MPI's own buffers are not tracked). */
 size_t comm_reduce_scatter_workspace_bytes(int size, size_t count, enum comm_dtype dtype);
 
 /* Concatenates every rank's bytes on root, in rank order: returns a malloc'd buffer

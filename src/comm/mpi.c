@@ -10,6 +10,7 @@
 
 #include "fsdp/error.h"
 #include "fsdp/log.h"
+#include "fsdp/memory.h"
 #include "fsdp/stream.h"
 #include "mpi_call.h"
 #include "ring.h"
@@ -18,10 +19,24 @@ struct comm_group {
   MPI_Comm comm;
   int rank; /* cached: asked for on every collective */
   int size;
+  /* The ring reduce-scatter's message slots (MEM_COMM), grown to the largest call
+   * so far and kept: collectives on one group run one at a time, and a buffer that
+   * stays makes the memory of a training step the same in every step. */
+  void *ring_workspace;
+  size_t ring_workspace_bytes;
 };
 
-static struct comm_group world_group = {MPI_COMM_NULL, 0, 1};
-static struct comm_group self_group = {MPI_COMM_NULL, 0, 1};
+static struct comm_group world_group = {MPI_COMM_NULL, 0, 1, NULL, 0};
+static struct comm_group self_group = {MPI_COMM_NULL, 0, 1, NULL, 0};
+
+static void *ring_workspace(struct comm_group *g, size_t bytes) {
+  if (bytes > g->ring_workspace_bytes) {
+    mem_free(g->ring_workspace);
+    g->ring_workspace = mem_alloc_for_overwrite(bytes, MEM_COMM);
+    g->ring_workspace_bytes = bytes;
+  }
+  return g->ring_workspace;
+}
 
 static const char *thread_level_name(int level) {
   switch (level) {
@@ -107,6 +122,8 @@ void comm_init(int *argc, char ***argv) {
 
 void comm_finalize(void) {
   if (!mpi_is_running()) return;
+  mem_free(world_group.ring_workspace);
+  mem_free(self_group.ring_workspace);
   MPI_CALL("MPI_Finalize", MPI_Finalize());
 }
 
@@ -231,7 +248,8 @@ void comm_reduce_scatter(struct comm_group *g, const void *send, void *recv, siz
                          enum comm_dtype dtype, enum comm_reduce_op op) {
   check_reducible(dtype, op, true, "comm_reduce_scatter");
   if (use_ring(g->size, count, dtype, op)) {
-    ring_reduce_scatter(g->comm, g->rank, g->size, send, recv, count, dtype, op);
+    void *workspace = ring_workspace(g, ring_workspace_bytes(g->size, count, dtype));
+    ring_reduce_scatter(g->comm, g->rank, g->size, workspace, send, recv, count, dtype, op);
     return;
   }
   int n = mpi_count(count, "comm_reduce_scatter");
@@ -268,7 +286,7 @@ void comm_barrier(struct comm_group *g) {
 }
 
 struct comm_group *comm_group_dup(struct comm_group *g, const char *name) {
-  struct comm_group *dup = fsdp_xmalloc(sizeof *dup);
+  struct comm_group *dup = fsdp_xcalloc(1, sizeof *dup);
   MPI_Comm comm;
   MPI_Request request;
   MPI_CALL("MPI_Comm_idup", MPI_Comm_idup(g->comm, &comm, &request));
@@ -279,6 +297,7 @@ struct comm_group *comm_group_dup(struct comm_group *g, const char *name) {
 }
 
 void comm_group_free(struct comm_group *g) {
+  mem_free(g->ring_workspace);
   MPI_CALL("MPI_Comm_free", MPI_Comm_free(&g->comm));
   free(g);
 }

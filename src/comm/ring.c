@@ -106,7 +106,7 @@ size_t ring_workspace_bytes(int size, size_t count, enum comm_dtype dtype) {
   return (segments < IN_FLIGHT ? segments : IN_FLIGHT) * segment * elem;
 }
 
-void ring_reduce_scatter(MPI_Comm comm, int rank, int size, const void *send, void *recv, size_t count,
+void ring_reduce_scatter(MPI_Comm comm, int rank, int size, void *workspace, const void *send, void *recv, size_t count,
                          enum comm_dtype dtype, enum comm_reduce_op op) {
   MPI_Datatype type = ring_datatype(dtype);
   if (op != COMM_SUM && op != COMM_AVG) fsdp_fatal("ring_reduce_scatter: op %d is not COMM_SUM or COMM_AVG", (int)op);
@@ -124,7 +124,7 @@ void ring_reduce_scatter(MPI_Comm comm, int rank, int size, const void *send, vo
                    .elem = elem,
                    .segment = segment_elements(count, elem)};
   size_t segments = (count + r.segment - 1) / r.segment;
-  r.incoming = mem_alloc(ring_workspace_bytes(size, count, dtype), MEM_COMM);
+  r.incoming = workspace;
   MPI_Request requests[IN_FLIGHT][2];
   const char *own_base = send;
   char *partial = recv;
@@ -146,5 +146,4 @@ void ring_reduce_scatter(MPI_Comm comm, int rank, int size, const void *send, vo
       if (j + IN_FLIGHT < segments) start_segment(&r, out, j + IN_FLIGHT, requests[j % IN_FLIGHT]);
     }
   }
-  mem_free(r.incoming);
 }

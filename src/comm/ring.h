@@ -21,11 +21,10 @@
  * rounded to bf16). COMM_AVG divides the last add's sum by W before rounding it (with
  * W = 1, recv is send's values). Collective: every rank of comm calls it with the same
  * count. MPI is called as mpi_call.h says, one call at a time. */
-void ring_reduce_scatter(MPI_Comm comm, int rank, int size, const void *send, void *recv, size_t count,
+void ring_reduce_scatter(MPI_Comm comm, int rank, int size, void *workspace, const void *send, void *recv, size_t count,
                          enum comm_dtype dtype, enum comm_reduce_op op);
 
-/* The bytes of MEM_COMM ring_reduce_scatter holds while it runs: the slots of the
- * messages in flight. */
+/* The bytes of workspace ring_reduce_scatter needs: the slots of the messages in flight. */
 size_t ring_workspace_bytes(int size, size_t count, enum comm_dtype dtype);
 
 #endif

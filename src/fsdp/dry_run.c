@@ -65,16 +65,13 @@ static long long reduce_workspace_bytes(const struct fsdp_unit *u) {
   return (long long)comm_reduce_scatter_workspace_bytes(u->layout.world_size, u->layout.shard, reduce_comm_dtype(u));
 }
 
-/* A reduce-scatter's workspace exists while it runs, somewhere between its launch
- * and its release, and the reduce-scatter stream runs one at a time: the plan
- * counts the largest workspace of the reductions launched and not yet released. */
-static void count_reduce_workspace(struct fsdp_model *m) {
-  long long largest = 0;
-  for (int i = 0; i < m->n_units; i++)
-    if (m->units[i]->reducing && reduce_workspace_bytes(m->units[i]) > largest)
-      largest = reduce_workspace_bytes(m->units[i]);
-  mem_count_planned(MEM_COMM, largest - m->planned_workspace);
-  m->planned_workspace = largest;
+/* The reduce-scatter group keeps its ring workspace at the size of the largest
+ * reduction so far (comm_reduce_scatter_workspace_bytes). */
+static void count_reduce_workspace(struct fsdp_model *m, const struct fsdp_unit *u) {
+  long long bytes = reduce_workspace_bytes(u);
+  if (bytes <= m->planned_workspace) return;
+  mem_count_planned(MEM_COMM, bytes - m->planned_workspace);
+  m->planned_workspace = bytes;
 }
 
 static void dry_release_grads(struct fsdp_unit *u) {
@@ -83,7 +80,6 @@ static void dry_release_grads(struct fsdp_unit *u) {
   if (u->reduce_output) mem_count_planned(MEM_COMM, -shard_bytes(u));
   u->reduce_output = NULL;
   u->reducing = 0;
-  count_reduce_workspace(model_of(u));
 }
 
 static void dry_begin_grads(struct fsdp_unit *u) {
@@ -110,7 +106,7 @@ static void dry_reduce_grads(struct fsdp_unit *u) {
   }
   u->reducing = 1;
   u->grads_in_shard = 1;
-  count_reduce_workspace(m);
+  count_reduce_workspace(m, u);
   if (u->streams->blocking) dry_release_grads(u);
 }
 
