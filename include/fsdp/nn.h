@@ -29,8 +29,10 @@ void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dou
  * att (B, NH, T, T) receives softmax(q k^T / sqrt(hs)) with the masked (future) entries 0;
  * out (B, T, C) = att @ v with heads side by side. */
 void attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH);
+/* The OpenMP threads the kernels run on (OMP_NUM_THREADS, or the cores this process may use). */
+int nn_num_threads(void);
 /* The activation bytes attention_backward allocates while it runs: a T x T scratch
- * per OpenMP thread. */
+ * per thread. */
 size_t attention_backward_scratch_bytes(int T);
 void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att, int B, int T,
                         int C, int NH);

@@ -459,7 +459,8 @@ void train_options_print_help(enum options_command command) {
   printf("  --beta2 X               (default %g)\n", DEFAULT_BETA2);
   printf("  --eps X                 (default %g)\n", DEFAULT_EPS);
   printf("\ndata:\n");
-  printf("  --data FILE             token file (required)\n");
+  printf("  --data FILE             token file (%s)\n",
+         command == OPTIONS_PLAN ? "optional: the plan counts its tokens' memory" : "required");
   printf("  --data-format F         auto, text (bytes), nanogpt (uint16 .bin) or llmc (llm.c .bin) (default %s)\n",
          DEFAULT_DATA_FORMAT);
   printf("  --val-fraction X        last fraction of the tokens kept for validation, in [0, 1) (default %g)\n",

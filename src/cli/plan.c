@@ -10,6 +10,7 @@
 #include "fsdp/cli.h"
 #include "fsdp/error.h"
 #include "fsdp/log.h"
+#include "fsdp/nn.h"
 
 struct plan {
   struct mem_stats mem; /* of the second step */
@@ -69,6 +70,9 @@ static void print_text(const struct train_options *o, const struct plan *p) {
   printf("      activation checkpointing %s, param dtype %s, reduce dtype %s%s\n",
          o->ac_every == 0 ? "none" : o->ac_every == 1 ? "full" : "every k-th block", dtype_name(o->mp.param_dtype),
          dtype_name(o->mp.reduce_dtype), o->data ? "" : "; token data not counted (no --data)");
+  printf("      %d OpenMP thread(s) per rank, as here (OMP_NUM_THREADS): attention's backward holds a T x T "
+         "scratch per thread\n",
+         nn_num_threads());
   printf("\nmemory per rank in a training step:\n");
   printf("  %-18s %14s %10s %16s\n", "category", "peak bytes", "MiB", "at total peak");
   for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
@@ -89,6 +93,7 @@ static void print_json(const struct train_options *o, const struct plan *p) {
   cJSON_AddNumberToObject(j, "world_size", o->world_size);
   cJSON_AddNumberToObject(j, "parameters", (double)p->numel);
   cJSON_AddNumberToObject(j, "batch_per_rank", p->B);
+  cJSON_AddNumberToObject(j, "openmp_threads_per_rank", nn_num_threads());
   cJSON *peak = cJSON_AddObjectToObject(j, "peak_bytes"), *at = cJSON_AddObjectToObject(j, "at_total_peak_bytes");
   for (int c = 0; c < MEM_NUM_CATEGORIES; c++) {
     cJSON_AddNumberToObject(peak, mem_category_name(c), (double)p->mem.peak[c]);

@@ -61,7 +61,7 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int T, i
  * dq += dpreatt k / sqrt(hs); dk += dpreatt^T q / sqrt(hs).
  * datt/dpreatt live in one T x T scratch per thread, allocated once per call. */
 size_t attention_backward_scratch_bytes(int T) {
-  return (size_t)omp_get_max_threads() * (size_t)T * (size_t)T * sizeof(float);
+  return (size_t)nn_num_threads() * (size_t)T * (size_t)T * sizeof(float);
 }
 
 void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att, int B, int T,
