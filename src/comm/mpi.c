@@ -31,8 +31,10 @@ static struct comm_group self_group = {MPI_COMM_NULL, 0, 1, NULL, 0};
 
 static void *ring_workspace(struct comm_group *g, size_t bytes) {
   if (bytes > g->ring_workspace_bytes) {
+    mem_push_context("", "ring reduce-scatter");
     mem_free(g->ring_workspace);
     g->ring_workspace = mem_alloc_for_overwrite(bytes, MEM_COMM);
+    mem_pop_context();
     g->ring_workspace_bytes = bytes;
   }
   return g->ring_workspace;
