@@ -44,6 +44,7 @@ int main(int argc, char **argv) {
   struct fsdp_mixed_precision mp = {.param_dtype = (enum dtype)dtype, .reduce_dtype = DTYPE_F32};
   fsdp_model_init(&m, comm_self(), SHARD_FULL, NULL, &mp);
   gpt2_create(&g, &CONFIG, &m, B, T, 0);
+  g.keep_logits = 1;
   fsdp_model_init_params(&m, SEED);
 
   float config[] = {CONFIG.n_layer, CONFIG.n_head, CONFIG.n_embd, CONFIG.vocab_size, CONFIG.max_seq_len,
@@ -68,7 +69,6 @@ int main(int argc, char **argv) {
   float losses[STEPS], grad_norms[STEPS];
   for (int step = 0; step < STEPS; step++) {
     gpt2_forward(&g, inputs + step * B * T, targets + step * B * T);
-    /* The logits live until the backward. */
     if (step == 0) tensor_file_write(out, "logits", g.logits, 3, (int[]){B, T, CONFIG.vocab_size});
     gpt2_backward(&g, 1.0f);
     losses[step] = g.mean_loss;

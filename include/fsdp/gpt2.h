@@ -58,7 +58,8 @@ struct gpt2 {
   float *encoded;         /* (N, C) */
   struct gpt2_block_acts *acts;
   float *lnf, *lnf_mean, *lnf_rstd;
-  float *logits;          /* (N, V) */
+  float *logits;          /* (N, V): freed once the loss is computed, unless keep_logits */
+  int keep_logits;        /* 1: the logits stay until the backward or the next forward */
   float *probs;           /* (N, V) */
   float *losses;          /* (N) */
   float mean_loss;        /* this rank's mean over its B * T tokens */

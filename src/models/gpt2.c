@@ -244,6 +244,7 @@ void gpt2_forward(struct gpt2 *model, const int *inputs, const int *targets) {
   model->losses = activation((size_t)N);
   matmul_forward(model->logits, model->lnf, fsdp_unit_param(root, ROOT_WTE), NULL, N, C, V);
   softmax_crossentropy_forward(model->probs, model->losses, model->logits, targets, N, V);
+  if (!model->keep_logits) release(&model->logits); /* the backward needs only probs */
   fsdp_post_forward(model->fsdp, root);
 
   double sum = 0.0;
@@ -367,6 +368,7 @@ void gpt2_dry_run_forward(struct gpt2 *model) {
   }
   count_activation(NC + 2 * N); /* lnf and its statistics */
   count_activation(2 * NV + N); /* logits, probs, losses */
+  if (!model->keep_logits) count_activation(-NV);
   fsdp_post_forward(model->fsdp, model->root);
 }
 
@@ -376,7 +378,7 @@ void gpt2_dry_run_backward(struct gpt2 *model) {
   long long block_all, block_output;
   block_act_elements(model, &block_all, &block_output);
   fsdp_pre_backward(model->fsdp, model->root);
-  count_activation(-(NV + N)); /* logits, losses */
+  count_activation(-(N + (model->keep_logits ? NV : 0))); /* losses, logits */
   count_activation(NV);        /* d_logits */
   count_activation(-NV);       /* probs */
   count_activation(NC);        /* d_ln */
