@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "fsdp/dtype.h"
+
 struct stream;
 
 /* COMM_BF16 and COMM_F16 are 16-bit floats held as their bit patterns (fsdp/dtype.h).
@@ -78,5 +80,7 @@ void *comm_gather_bytes(struct comm_group *g, const void *send, size_t bytes, in
 _Noreturn void comm_abort(int exit_code);
 
 size_t comm_dtype_size(enum comm_dtype dtype);
+/* The collectives' element type for a dtype (include/fsdp/dtype.h). */
+enum comm_dtype comm_dtype_of(enum dtype d);
 
 #endif

@@ -118,6 +118,9 @@ void fsdp_unit_keep_grads(struct fsdp_unit *u);
 /* Waits for the launched reduction and frees its buffers: grad_shard is final afterwards. */
 void fsdp_unit_release_grads(struct fsdp_unit *u);
 
+/* Whether param_full is a buffer of its own (gathered, or a rounded copy), not the
+ * replicated shard itself. */
+int fsdp_unit_owns_param_full(const struct fsdp_unit *u);
 /* Views into the unsharded buffers: valid only while UNSHARDED (grad: during backward). */
 float *fsdp_unit_param(struct fsdp_unit *u, int param);
 float *fsdp_unit_grad(struct fsdp_unit *u, int param);

@@ -140,6 +140,10 @@ struct comm_group *comm_self(void) { return started_group(&self_group, "comm_sel
 int comm_rank(const struct comm_group *g) { return g->rank; }
 int comm_size(const struct comm_group *g) { return g->size; }
 
+enum comm_dtype comm_dtype_of(enum dtype d) {
+  return d == DTYPE_BF16 ? COMM_BF16 : d == DTYPE_F16 ? COMM_F16 : COMM_F32;
+}
+
 size_t comm_dtype_size(enum comm_dtype dtype) {
   switch (dtype) {
     case COMM_F32: return sizeof(float);

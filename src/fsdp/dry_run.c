@@ -34,7 +34,7 @@ static void dry_wait_unsharded(struct fsdp_unit *u) {
 
 static void dry_unshard(struct fsdp_unit *u) {
   if (u->state != UNIT_SHARDED) return;
-  if (u->strategy == SHARD_NONE && !low_precision(u)) {
+  if (!fsdp_unit_owns_param_full(u)) {
     u->state = UNIT_UNSHARDED;
     return;
   }
@@ -52,17 +52,13 @@ static void dry_unshard(struct fsdp_unit *u) {
 static void dry_reshard(struct fsdp_unit *u) {
   if (u->state == UNIT_SHARDED) return;
   if (u->state == UNIT_UNSHARDING) dry_wait_unsharded(u);
-  if (u->strategy != SHARD_NONE || low_precision(u)) mem_count_planned(MEM_UNSHARDED_PARAMS, -padded_bytes(u));
+  if (fsdp_unit_owns_param_full(u)) mem_count_planned(MEM_UNSHARDED_PARAMS, -padded_bytes(u));
   u->state = UNIT_SHARDED;
-}
-
-static enum comm_dtype reduce_comm_dtype(const struct fsdp_unit *u) {
-  return u->mp.reduce_dtype == DTYPE_BF16 ? COMM_BF16 : COMM_F32;
 }
 
 static long long reduce_workspace_bytes(const struct fsdp_unit *u) {
   if (u->strategy == SHARD_NONE) return 0;
-  return (long long)comm_reduce_scatter_workspace_bytes(u->layout.world_size, u->layout.shard, reduce_comm_dtype(u));
+  return (long long)comm_reduce_scatter_workspace_bytes(u->layout.world_size, u->layout.shard, comm_dtype_of(u->mp.reduce_dtype));
 }
 
 /* The reduce-scatter group keeps its ring workspace at the size of the largest

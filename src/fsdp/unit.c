@@ -98,10 +98,6 @@ static void after_compute(struct fsdp_unit *u, struct stream *comm) {
   stream_wait_event(comm, u->compute_done);
 }
 
-static enum comm_dtype comm_dtype_of(enum dtype d) {
-  return d == DTYPE_BF16 ? COMM_BF16 : d == DTYPE_F16 ? COMM_F16 : COMM_F32;
-}
-
 /* What a gather in param_dtype needs on the all-gather stream: copies of the
  * unit's fields, which the compute thread goes on changing. */
 struct low_precision_gather {
@@ -130,7 +126,7 @@ static void gather_low_precision(void *arg) {
 void fsdp_unit_unshard(struct fsdp_unit *u) {
   if (u->state != UNIT_SHARDED) return;
   int low_precision = u->mp.param_dtype != DTYPE_F32;
-  if (u->strategy == SHARD_NONE && !low_precision) {
+  if (!fsdp_unit_owns_param_full(u)) {
     u->param_full = u->param_shard;
     u->state = UNIT_UNSHARDED;
     return;
@@ -169,16 +165,11 @@ void fsdp_unit_wait_unsharded(struct fsdp_unit *u) {
   u->state = UNIT_UNSHARDED;
 }
 
-/* Whether param_full is a buffer of its own, not the replicated shard itself. */
-static int owns_param_full(const struct fsdp_unit *u) {
-  return u->strategy != SHARD_NONE || u->mp.param_dtype != DTYPE_F32;
-}
-
 void fsdp_unit_reshard(struct fsdp_unit *u) {
   if (u->state == UNIT_SHARDED) return;
   /* No buffer is freed while a collective may still write it. */
   if (u->state == UNIT_UNSHARDING) fsdp_unit_wait_unsharded(u);
-  if (owns_param_full(u)) {
+  if (fsdp_unit_owns_param_full(u)) {
     mem_push_context(u->name, "reshard");
     mem_free(u->param_full);
     mem_pop_context();
@@ -274,6 +265,10 @@ void fsdp_unit_release_grads(struct fsdp_unit *u) {
   u->grad_reducing = NULL;
   u->reduce_output = NULL;
   u->reducing = 0;
+}
+
+int fsdp_unit_owns_param_full(const struct fsdp_unit *u) {
+  return u->strategy != SHARD_NONE || u->mp.param_dtype != DTYPE_F32;
 }
 
 float *fsdp_unit_param(struct fsdp_unit *u, int param) {
