@@ -42,6 +42,7 @@ struct train_options {
   enum accum_mode accum_mode;
   const char *snapshot_path;
   int snapshot_first, snapshot_last;
+  const char *device;          /* cpu or cuda */
   int world_size;              /* plan only */
   const char *format;          /* plan only: text or json */
 };
@@ -95,6 +96,7 @@ struct step_metrics {
   double comm_ms, all_gather_ms, reduce_scatter_ms, exposed_comm_ms;
   double val_loss;           /* NAN when not evaluated this step */
   double loss_scale;         /* fp16: the dynamic loss scale the step ran with; else 0 */
+  long minor_faults;         /* this rank's page faults in the step (getrusage) */
   int skipped;               /* fp16: the gradients overflowed and no update was made */
   size_t mem_peak_bytes;     /* the largest peak of any rank */
   struct mem_stats mem;      /* this rank's, by category */

@@ -7,6 +7,7 @@
 
 #include "fsdp/dtype.h"
 
+struct device;
 struct stream;
 
 /* COMM_BF16 and COMM_F16 are 16-bit floats held as their bit patterns (fsdp/dtype.h).
@@ -46,15 +47,30 @@ void comm_all_reduce(struct comm_group *g, void *buf, size_t count, enum comm_dt
 void comm_broadcast(struct comm_group *g, void *buf, size_t bytes, int root);
 void comm_barrier(struct comm_group *g);
 
+/* Ranks that exist only in a plan (`fsdp plan` on the meta device): this process is
+ * rank `rank` of `size`, its collectives move nothing, and what they would send is
+ * counted (comm_take_traffic); buffers such as the ring's workspace are allocated on
+ * the meta device, as they would be for real. */
+struct comm_group *comm_meta_group(struct device *meta, int size, int rank);
+
+/* Bytes this rank has sent (as many are received) in the collectives launched on the
+ * group since the last call, counted as ring algorithms send them: (W-1) parts for an
+ * all-gather or a reduce-scatter, 2 (W-1)/W of the buffer for an all-reduce. */
+struct comm_traffic {
+  double all_gather, reduce_scatter, all_reduce;
+};
+void comm_take_traffic(struct comm_group *g, struct comm_traffic *out);
+
 /* A new communicator over the same ranks. Collectives on one group must be called
  * in the same order on every rank, so each comm stream gets a group of its own. */
 struct comm_group *comm_group_dup(struct comm_group *g, const char *name);
 void comm_group_free(struct comm_group *g);
 
-/* The same collectives, launched on a stream (src/device): they run in stream order
- * on the stream's thread, and the caller records an event to know when they are
- * done. Buffers must stay alive and untouched until then. label names the span in
- * profile traces. */
+/* The same collectives, launched on a stream (fsdp/device.h): they run in stream order,
+ * and the caller records an event to know when they are done. Buffers must stay alive
+ * and untouched until then. label names the span in profile traces. Over MPI the
+ * stream must be a cpu stream (the collective runs on its thread); NCCL, for cuda
+ * streams, is the slot the GPU backend fills. */
 void comm_all_gather_async(struct comm_group *g, struct stream *s, const char *label, const void *send,
                            void *recv, size_t count, enum comm_dtype dtype);
 void comm_reduce_scatter_async(struct comm_group *g, struct stream *s, const char *label, const void *send,
@@ -67,10 +83,6 @@ void comm_all_reduce_async(struct comm_group *g, struct stream *s, const char *l
  * message size, as measured by bench/collectives.sh (docs/benchmarks.md). */
 enum comm_reduce_scatter_algorithm { COMM_RS_AUTO, COMM_RS_MPI, COMM_RS_RING };
 void comm_set_reduce_scatter_algorithm(enum comm_reduce_scatter_algorithm a);
-/* The tracked MEM_COMM bytes a reduce-scatter of count elements per rank over size
- * ranks needs: the ring's message slots, which its group keeps at the size of the
- * largest call so far, until comm_group_free (Open MPI's own buffers are not tracked). */
-size_t comm_reduce_scatter_workspace_bytes(int size, size_t count, enum comm_dtype dtype);
 
 /* Concatenates every rank's bytes on root, in rank order: returns a malloc'd buffer
  * (free it) with the total in *total_bytes on root, NULL elsewhere. */

@@ -9,11 +9,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum dtype { DTYPE_F32, DTYPE_BF16, DTYPE_F16 };
+/* The first three are the floating-point formats of parameters and gradients; int32
+ * (token ids) and fp64 (reductions such as the grad norm's sum) type the other tensors. */
+enum dtype { DTYPE_F32, DTYPE_BF16, DTYPE_F16, DTYPE_I32, DTYPE_F64 };
 
-size_t dtype_size(enum dtype d);      /* 4, 2, 2 */
-const char *dtype_name(enum dtype d); /* "fp32", "bf16", "fp16" */
-int dtype_parse(const char *name);    /* the enum dtype named, or -1 for an unknown name */
+size_t dtype_size(enum dtype d);      /* 4, 2, 2, 4, 8 */
+const char *dtype_name(enum dtype d); /* "fp32", "bf16", "fp16", "int32", "fp64" */
+/* The parameter dtype named ("fp32", "bf16" or "fp16"), or -1 for any other name. */
+int dtype_parse(const char *name);
 
 /* A NaN stays a NaN (made quiet, sign and leading payload bits kept); infinities stay
  * infinite; fp32 values past the format's range round to infinity. */

@@ -30,22 +30,23 @@ enum gpt2_block_param {
 };
 enum gpt2_root_param { ROOT_WTE, ROOT_WPE, ROOT_LNF_W, ROOT_LNF_B, ROOT_NUM_PARAMS };
 
-/* Saved activations of one block for the backward. */
+/* Saved activations of one block for the backward, in the compute dtype. */
 struct gpt2_block_acts {
-  float *ln1, *ln1_mean, *ln1_rstd; /* (N, C), (N), (N) */
-  float *qkv;                       /* (N, 3C) */
-  float *atty;                      /* (N, C) */
-  float *att;                       /* (B, NH, T, T) */
-  float *attproj;                   /* (N, C) */
-  float *residual2;                 /* (N, C) */
-  float *ln2, *ln2_mean, *ln2_rstd;
-  float *fch, *fch_gelu;            /* (N, 4C) */
-  float *fcproj;                    /* (N, C) */
-  float *residual3;                 /* (N, C): the block's output */
+  void *ln1, *ln1_mean, *ln1_rstd; /* (N, C), (N), (N) */
+  void *qkv;                       /* (N, 3C) */
+  void *atty;                      /* (N, C) */
+  void *att;                       /* (B, NH, T, T) */
+  void *attproj;                   /* (N, C) */
+  void *residual2;                 /* (N, C) */
+  void *ln2, *ln2_mean, *ln2_rstd;
+  void *fch, *fch_gelu;            /* (N, 4C) */
+  void *fcproj;                    /* (N, C) */
+  void *residual3;                 /* (N, C): the block's output */
 };
 
-/* Activations live from the forward that makes them to the backward that uses them
- * (NULL otherwise); a checkpointed block holds only its output between the two. */
+/* Activations live on the fsdp model's device from the forward that makes them to the
+ * backward that uses them (NULL otherwise); a checkpointed block holds only its output
+ * between the two. Every buffer is in the compute dtype (nn_compute_dtype). */
 struct gpt2 {
   struct gpt2_config config;
   int B, T;
@@ -53,21 +54,23 @@ struct gpt2 {
   struct fsdp_model *fsdp;
   struct fsdp_unit *root;
   struct fsdp_unit **blocks;
+  enum dtype dtype;       /* of the activations */
 
-  int *inputs, *targets;  /* (B, T), the last batch */
-  float *encoded;         /* (N, C) */
+  int *inputs, *targets;  /* (B, T) int32 on the device, the last batch */
+  void *encoded;          /* (N, C) */
   struct gpt2_block_acts *acts;
-  float *lnf, *lnf_mean, *lnf_rstd;
-  float *logits;          /* (N, V): freed once the loss is computed, unless keep_logits */
+  void *lnf, *lnf_mean, *lnf_rstd;
+  void *logits;           /* (N, V): freed once the loss is computed, unless keep_logits */
   int keep_logits;        /* 1: the logits stay until the backward or the next forward */
-  float *probs;           /* (N, V) */
-  float *losses;          /* (N) */
-  float mean_loss;        /* this rank's mean over its B * T tokens */
+  void *probs;            /* (N, V) */
+  void *losses;           /* (N) */
+  double *loss_sum;       /* on the device: the sum of losses, for mean_loss */
+  float mean_loss;        /* this rank's mean over its B * T tokens (0 on the meta device) */
 
   /* Gradients of activations, reused by every block in the backward. d_residual
    * is the gradient of the residual stream at the current depth. */
-  float *d_residual, *d_ln, *d_qkv, *d_atty, *d_fch, *d_fch_gelu; /* (N, C|C|3C|C|4C|4C) */
-  float *d_logits;                                                /* (N, V) */
+  void *d_residual, *d_ln, *d_qkv, *d_atty, *d_fch, *d_fch_gelu; /* (N, C|C|3C|C|4C|4C) */
+  void *d_logits;                                                /* (N, V) */
 };
 
 /* NULL when batches of B x T fit the kernels' int sizes, else a message saying what is too large. */
@@ -79,7 +82,8 @@ void gpt2_create(struct gpt2 *model, const struct gpt2_config *config, struct fs
                  int ac_every);
 void gpt2_free(struct gpt2 *model);
 
-/* Forward over one batch; sets mean_loss. Drives each unit's pre/post-forward hooks. */
+/* Forward over one batch (host token ids, copied to the device); sets mean_loss.
+ * Drives each unit's pre/post-forward hooks. */
 void gpt2_forward(struct gpt2 *model, const int *inputs, const int *targets);
 /* Backward of the last forward, for the loss loss_scale * mean_loss (1/K for one of
  * K accumulated micro-batches, times the fp16 loss scale); hands each unit's
@@ -88,10 +92,4 @@ void gpt2_backward(struct gpt2 *model, float loss_scale);
 /* Frees the activations of a forward that no backward will use (an evaluation). */
 void gpt2_release_activations(struct gpt2 *model);
 int gpt2_is_checkpointed(const struct gpt2 *model, int layer);
-/* On a model created over a dry-run fsdp model (fsdp_model_init_dry_run): the
- * hooks of a forward and a backward, and the activation bytes they allocate and
- * free, counted as planned memory without computing anything. */
-void gpt2_dry_run_forward(struct gpt2 *model);
-void gpt2_dry_run_backward(struct gpt2 *model);
-
 #endif

@@ -1,5 +1,6 @@
-/* Tracked memory: every buffer of the system is allocated here with a category,
- * so that current and peak bytes per category are known exactly. */
+/* Memory accounting: every block a device's allocator hands out (fsdp/device.h) is
+ * counted, in a side table, under a category, so that current and peak bytes per
+ * category of each device are known exactly. */
 #ifndef FSDP_MEMORY_H
 #define FSDP_MEMORY_H
 
@@ -25,20 +26,6 @@ struct mem_stats {
   size_t at_total_peak[MEM_NUM_CATEGORIES]; /* each category's bytes at that moment */
 };
 
-/* Returns zeroed memory aligned to 64 bytes; bytes may be 0. Ends the job when out of memory. */
-void *mem_alloc(size_t bytes, enum mem_category category);
-/* The same, not zeroed: for a buffer its producer overwrites whole (an all-gather's
- * output), so that its pages are first touched by that producer, not by the caller. */
-void *mem_alloc_for_overwrite(size_t bytes, enum mem_category category);
-/* Accepts NULL. */
-void mem_free(void *ptr);
-/* Counts bytes in a category as if allocated (+) or freed (-), allocating nothing:
- * for a dry run that plans memory (src/fsdp/dry_run.c). */
-void mem_count_planned(enum mem_category category, long long bytes);
-
-void mem_get_stats(struct mem_stats *out);
-/* Restarts the peaks from the current values (e.g. at the start of a step). */
-void mem_reset_peaks(void);
 const char *mem_category_name(enum mem_category category);
 
 /* Labels for what this thread allocates and frees until the matching pop: the
@@ -48,8 +35,8 @@ enum { MEM_LABEL_MAX = 32 };
 void mem_push_context(const char *unit, const char *op);
 void mem_pop_context(void);
 
-/* A memory snapshot: every allocation (bytes > 0) and free (bytes < 0) between
- * start and stop, with the bytes of each category when it started. */
+/* A memory snapshot: every allocation (bytes > 0) and free (bytes < 0) of one device
+ * between start and stop, with the bytes of each category when it started. */
 struct mem_event {
   double time_us; /* since mem_snapshot_start */
   long long bytes;
@@ -58,7 +45,8 @@ struct mem_event {
   char unit[MEM_LABEL_MAX];
   char op[MEM_LABEL_MAX];
 };
-void mem_snapshot_start(void);
+struct device;
+void mem_snapshot_start(struct device *d);
 void mem_snapshot_stop(void);
 /* The step number recorded with the events that follow. */
 void mem_snapshot_set_step(int step);

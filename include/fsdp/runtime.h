@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fsdp/comm.h"
 #include "fsdp/unit.h"
 
 enum { FSDP_MAX_UNITS = 256 };
@@ -28,27 +29,8 @@ struct fsdp_overlap {
 /* Defaults: one unit ahead in forward, BACKWARD_PRE, at most 2 units unsharded (FSDP1's defaults). */
 extern const struct fsdp_overlap FSDP_OVERLAP_DEFAULT;
 
-/* Bytes one rank sends in the collectives of a dry run (it receives as much). */
-struct fsdp_traffic {
-  double all_gather, reduce_scatter, all_reduce;
-};
-
-/* The unit steps the hooks are made of (unit.h): the real ones, or a dry run's
- * that only count the bytes they would allocate (src/fsdp/dry_run.c), so that a
- * memory plan goes through the very hooks a training step goes through. */
-struct fsdp_unit_ops {
-  void (*unshard)(struct fsdp_unit *u);
-  void (*wait_unsharded)(struct fsdp_unit *u);
-  void (*reshard)(struct fsdp_unit *u);
-  void (*begin_grads)(struct fsdp_unit *u);
-  void (*reduce_grads)(struct fsdp_unit *u);
-  void (*keep_grads)(struct fsdp_unit *u);
-  void (*release_grads)(struct fsdp_unit *u);
-};
-
 struct fsdp_model {
-  const struct fsdp_unit_ops *ops;
-  int dry_run; /* units hold sizes, no buffers: see fsdp_model_init_dry_run */
+  struct device *device;
   int world_size;
   struct comm_group *group;
   enum sharding_strategy strategy;
@@ -60,8 +42,7 @@ struct fsdp_model {
    * (FSDP2's set_requires_gradient_sync(False), FSDP1's no_sync). */
   int requires_grad_sync;
   struct fsdp_unit *latest_reduced; /* the unit whose reduction was launched last in this backward */
-  struct fsdp_traffic traffic;      /* dry run only, as is: */
-  long long planned_workspace;      /* the reduce-scatter workspace counted in MEM_COMM */
+  double *norm_sum;                 /* on the device: the grad norm's sum of squares */
   int n_units;
   struct fsdp_unit *units[FSDP_MAX_UNITS];
 };
@@ -73,20 +54,16 @@ struct adamw_config {
   float weight_decay;
 };
 
-/* overlap and mp may be NULL for the defaults (fp32 throughout). Gradients are synced. */
-void fsdp_model_init(struct fsdp_model *m, struct comm_group *group, enum sharding_strategy strategy,
-                     const struct fsdp_overlap *overlap, const struct fsdp_mixed_precision *mp);
-/* A model whose units allocate nothing and run no collective: its hooks count, in
- * the memory tracker (mem_count_planned), the bytes a real model with world_size
- * ranks would allocate, and the bytes each rank would send (dry_run.c). A model
- * drives it with the same hook calls as in training, adding its activations. */
-void fsdp_model_init_dry_run(struct fsdp_model *m, int world_size, enum sharding_strategy strategy,
-                             const struct fsdp_overlap *overlap, const struct fsdp_mixed_precision *mp);
-/* Bytes per rank a dry run's collectives would have sent (as much is received) since the last call. */
-void fsdp_model_take_dry_run_traffic(struct fsdp_model *m, struct fsdp_traffic *out);
-/* The dry run of fsdp_model_adamw_step's effect on memory: the next step's prefetches. */
-void fsdp_model_dry_run_optimizer(struct fsdp_model *m);
+/* A model on device, sharded over group: on the meta device with a meta group
+ * (comm_meta_group), the very same step allocates what it would and computes nothing,
+ * which is how `fsdp plan` works. overlap and mp may be NULL for the defaults (fp32
+ * throughout). Gradients are synced. */
+void fsdp_model_init(struct fsdp_model *m, struct device *device, struct comm_group *group,
+                     enum sharding_strategy strategy, const struct fsdp_overlap *overlap,
+                     const struct fsdp_mixed_precision *mp);
 void fsdp_model_free(struct fsdp_model *m);
+/* Bytes this rank sent in the model's collectives since the last call (comm.h). */
+void fsdp_model_take_traffic(struct fsdp_model *m, struct comm_traffic *out);
 
 /* Adds a unit. Units are added in the order their forwards run (the backward runs
  * them in reverse), which is the order prefetching follows. The root unit

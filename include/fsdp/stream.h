@@ -1,32 +1,34 @@
 /* Streams and events with CUDA semantics, so that the runtime is written once for
- * CPU and GPU: work on a stream runs in order; an event marks a point in a stream;
- * a stream or the host can wait for an event.
+ * every device (fsdp/device.h creates them): work on a stream runs in order; an event
+ * marks a point in a stream; a stream or the host can wait for an event.
  *
- * On CPU a worker stream is a thread with a FIFO queue, and an event is a
- * completion count of the stream it was recorded on. The host stream stands for
- * the calling thread (the compute stream of the CPU path): work launched on it
- * runs at once, and a wait on it blocks the caller. */
+ * On CPU a worker stream is a thread with a FIFO queue, and an event is a completion
+ * count of the stream it was recorded on. The host stream stands for the calling thread
+ * (the compute stream of the CPU path): work launched on it runs at once, and a wait on
+ * it blocks the caller. On CUDA they are cudaStream_t and cudaEvent_t. */
 #ifndef FSDP_STREAM_H
 #define FSDP_STREAM_H
 
 #include <stddef.h>
 
+struct device;
 struct stream;
 struct event;
 
 enum { STREAM_LABEL_MAX = 96 };
 
-/* A stream with its own worker thread; name names its track in profile traces. */
-struct stream *stream_create(const char *name);
-/* The stream of the calling thread. */
-struct stream *stream_create_host(const char *name);
-/* Waits for the stream's work, then stops its thread. */
+/* Waits for the stream's work, then stops it. */
 void stream_destroy(struct stream *s);
 const char *stream_name(const struct stream *s);
+struct device *stream_device(const struct stream *s);
+int stream_is_host(const struct stream *s);
 
-/* Runs fn(arg) on the stream after all work launched on it before; the arg_bytes
- * at arg are copied, so arg may live on the caller's stack. label names the work
- * in profile traces (a span on the stream's track while it runs). */
+/* How the device backends of the kernels (src/nn) and of the collectives (src/comm)
+ * put their work on a stream; nothing above them calls it. fn is the backend's
+ * launcher: on cpu it is the work itself, run after all work launched on s before; on
+ * cuda it enqueues the work on the stream and returns; on meta it is not called. The
+ * arg_bytes at arg are copied, so arg may live on the caller's stack. label names the
+ * work in profile traces (a span on the stream's track while it runs). */
 void stream_launch(struct stream *s, const char *label, void (*fn)(void *arg), const void *arg, size_t arg_bytes);
 /* Work launched on s after this call starts only once e's recorded point is reached.
  * On the host stream the caller blocks until then. */
@@ -36,7 +38,7 @@ void stream_synchronize(struct stream *s);
 
 /* An event is recorded, queried and waited for by one thread at a time (the
  * runtime's compute thread); streams copy its point when they are told to wait. */
-struct event *event_create(void);
+struct event *event_create(struct device *d);
 void event_destroy(struct event *e);
 /* Marks the point after all work launched on s so far; recording again moves the mark. */
 void event_record(struct event *e, struct stream *s);

@@ -8,8 +8,10 @@
 
 #include "fsdp/dtype.h"
 #include "fsdp/flat_param.h"
+#include "fsdp/tensor.h"
 
 struct comm_group;
+struct device;
 struct event;
 struct stream;
 
@@ -20,9 +22,9 @@ enum sharding_strategy {
 };
 
 /* FSDP's MixedPrecisionPolicy: param_dtype is what the all-gather moves and what
- * the kernels compute from (they compute in fp32 from the rounded values on CPU);
- * gradients are rounded to it too, then reduced in reduce_dtype. The sharded
- * master parameters, gradients and AdamW state stay fp32. */
+ * the kernels compute from (in the device's compute dtype, nn_compute_dtype: fp32
+ * from the rounded values on CPU); gradients are rounded to it too, then reduced in
+ * reduce_dtype. The sharded master parameters, gradients and AdamW state stay fp32. */
 struct fsdp_mixed_precision {
   enum dtype param_dtype;
   enum dtype reduce_dtype; /* fp32 or bf16 */
@@ -31,17 +33,18 @@ struct fsdp_mixed_precision {
 /* UNSHARDING: the all-gather is launched and may still be writing param_full. */
 enum unit_state { UNIT_SHARDED, UNIT_UNSHARDING, UNIT_UNSHARDED };
 
-/* Where units run their collectives: the compute stream (the caller's thread on
- * CPU), and a stream with a communicator of its own for all-gathers and another
- * for reduce-scatters, so that the two kinds run concurrently without racing on
- * one communicator. A model's units share one. */
+/* Where units run their work: the device, its compute stream (the caller's thread on
+ * CPU), and a stream with a communicator of its own for all-gathers and another for
+ * reduce-scatters, so that the two kinds run concurrently without racing on one
+ * communicator. A model's units share one. */
 struct fsdp_streams {
+  struct device *device;
   struct stream *compute, *all_gather, *reduce_scatter;
   struct comm_group *all_gather_group, *reduce_scatter_group;
   int blocking; /* the compute stream waits for each collective right after launching it */
 };
 
-void fsdp_streams_init(struct fsdp_streams *s, struct comm_group *group);
+void fsdp_streams_init(struct fsdp_streams *s, struct device *device, struct comm_group *group);
 void fsdp_streams_free(struct fsdp_streams *s);
 /* Blocks the compute stream until e; in a profile trace the wait is a span named
  * "wait <what>" on the compute track. */
@@ -58,20 +61,22 @@ struct fsdp_unit {
   const struct fsdp_streams *streams;
   int rank;
   struct fsdp_mixed_precision mp;
+  enum dtype compute_dtype; /* of the unsharded buffers: nn_compute_dtype of param_dtype */
   enum unit_state state;
 
-  /* Sharded state, layout.shard elements each, alive for the unit's lifetime (fp32). */
+  /* Sharded state, layout.shard elements each, alive for the unit's lifetime (fp32),
+   * in the device's memory. */
   float *param_shard;
   float *grad_shard;
   float *adam_m;
   float *adam_v;
 
-  /* Unsharded buffers, layout.padded elements, alive only between the hooks.
-   * Under SHARD_NONE they are the shards themselves. */
-  float *param_full;
-  float *grad_full;
+  /* Unsharded buffers, layout.padded elements in compute_dtype, alive only between the
+   * hooks. Under SHARD_NONE they are the shards themselves. */
+  void *param_full;
+  void *grad_full;
   /* Gradients a launched reduce-scatter may still read; freed once `reduced` is reached. */
-  float *grad_reducing;
+  void *grad_reducing;
   int reducing; /* a reduction into grad_shard is launched and not yet waited for */
   /* Gradient accumulation: grad_full holds gradients not reduced yet (no sync), and
    * grad_shard holds reduced ones the optimizer has not used yet (the next reduction adds to them). */
@@ -79,7 +84,7 @@ struct fsdp_unit {
   int grads_in_shard;
   /* Comm buffers: param_shard in param_dtype while its all-gather runs, and the
    * output of a reduction that is then added to grad_shard. */
-  uint16_t *gather_input;
+  void *gather_input;
   float *reduce_output;
 
   double compute_begin_us;    /* where the span of the running forward or backward starts in a trace */
@@ -87,13 +92,11 @@ struct fsdp_unit {
   struct event *gathered, *reduced;
 };
 
-/* The unit's name, place, policies and flat layout, with no buffer (a dry run's unit). */
-void fsdp_unit_describe(struct fsdp_unit *u, const char *name, int id, const struct param_spec *specs,
-                        int n_params, int world_size, enum sharding_strategy strategy, int is_root);
-/* fsdp_unit_describe, then the sharded state (zeroed) and the events. */
+/* The unit's name, place, policies and flat layout, its sharded state (zeroed) on the
+ * streams' device and its events. */
 void fsdp_unit_init(struct fsdp_unit *u, const char *name, int id, const struct param_spec *specs, int n_params,
                     struct comm_group *group, const struct fsdp_streams *streams, enum sharding_strategy strategy,
-                    int is_root);
+                    const struct fsdp_mixed_precision *mp, int is_root);
 void fsdp_unit_free(struct fsdp_unit *u);
 
 /* Fills this rank's shard: element i of parameter p is a pure function of (seed, unit id, p, i). */
@@ -121,9 +124,10 @@ void fsdp_unit_release_grads(struct fsdp_unit *u);
 /* Whether param_full is a buffer of its own (gathered, or a rounded copy), not the
  * replicated shard itself. */
 int fsdp_unit_owns_param_full(const struct fsdp_unit *u);
-/* Views into the unsharded buffers: valid only while UNSHARDED (grad: during backward). */
-float *fsdp_unit_param(struct fsdp_unit *u, int param);
-float *fsdp_unit_grad(struct fsdp_unit *u, int param);
+/* Views into the unsharded buffers, in the parameter's shape and compute_dtype: valid
+ * only while UNSHARDED (grad: during backward). */
+struct tensor fsdp_unit_param(struct fsdp_unit *u, int param);
+struct tensor fsdp_unit_grad(struct fsdp_unit *u, int param);
 
 /* The C counterpart of a DTensor: how one parameter is sharded and what this rank holds. */
 struct sharded_param_info {
@@ -138,7 +142,8 @@ struct sharded_param_info {
 };
 struct sharded_param_info fsdp_unit_param_info(const struct fsdp_unit *u, int param);
 
-/* The whole of parameter p's flat buffer, gathered from all ranks into out (layout.numel elements). */
+/* The whole of the unit's flat parameter, gathered from all ranks into host memory out
+ * (layout.numel elements). Collective over the unit's group. */
 void fsdp_unit_gather_params(struct fsdp_unit *u, float *out);
 
 #endif

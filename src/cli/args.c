@@ -233,6 +233,7 @@ static void set_defaults(struct train_options *o) {
   o->eps = DEFAULT_EPS;
   o->seed = DEFAULT_SEED;
   o->data_format = DEFAULT_DATA_FORMAT;
+  o->device = "cpu";
   o->val_fraction = DEFAULT_VAL_FRACTION;
   o->val_every = DEFAULT_VAL_EVERY;
   o->val_batches = DEFAULT_VAL_BATCHES;

@@ -3,12 +3,12 @@
  * then uint16 tokens). Every problem ends the job with a message naming the file. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "fsdp/cli.h"
 #include "fsdp/error.h"
-#include "fsdp/memory.h"
 #include "fsdp/rng.h"
 
 enum { LLMC_HEADER_INTS = 256, LLMC_HEADER_BYTES = LLMC_HEADER_INTS * 4 };
@@ -94,7 +94,7 @@ static void read_tokens(struct token_file *tf, size_t n, int width, uint16_t *to
 }
 
 static void load_body(struct token_data *d, struct token_file *tf, size_t n, int width) {
-  d->tokens = mem_alloc(n * sizeof *d->tokens, MEM_OTHER);
+  d->tokens = fsdp_xcalloc(n ? n : 1, sizeof *d->tokens);
   d->n_tokens = n;
   read_tokens(tf, n, width, d->tokens);
 }
@@ -149,7 +149,7 @@ void token_data_load(struct token_data *d, const char *path, const char *format,
 }
 
 void token_data_free(struct token_data *d) {
-  mem_free(d->tokens);
+  free(d->tokens);
   d->tokens = NULL;
   d->n_tokens = 0;
 }

@@ -1,63 +1,44 @@
-/* `fsdp plan`: the memory per rank and the traffic of a training configuration,
- * from a dry run of two training steps (the second is reported: it starts with
- * what the first one's optimizer prefetched, as every later step does). Nothing
- * of the model is allocated; the numbers come from the same hooks and the same
- * activation order as `fsdp train` (src/fsdp/dry_run.c, gpt2_dry_run_*). */
+/* `fsdp plan`: the memory per rank and the traffic of a training configuration. It
+ * runs two steps of the very training `fsdp train` runs (src/cli/train.c), on the meta
+ * device over a meta group of --world-size ranks: every allocation is made and counted,
+ * no byte is touched, nothing is computed. The second step is reported: it starts with
+ * what the first one's optimizer prefetched, as every later step does. */
 #include <cJSON.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "fsdp/cli.h"
+#include "fsdp/comm.h"
+#include "fsdp/device.h"
 #include "fsdp/error.h"
 #include "fsdp/log.h"
 #include "fsdp/nn.h"
+#include "trainer.h"
 
 struct plan {
   struct mem_stats mem; /* of the second step */
-  struct fsdp_traffic traffic;
+  struct comm_traffic traffic;
   size_t numel;
   int n_units, B;
 };
 
-static void dry_run_step(const struct train_options *o, struct fsdp_model *m, struct gpt2 *g) {
-  mem_reset_peaks();
-  for (int k = 0; k < o->grad_accum; k++) {
-    m->requires_grad_sync = o->accum_mode == ACCUM_SHARDED || k == o->grad_accum - 1;
-    gpt2_dry_run_forward(g);
-    gpt2_dry_run_backward(g);
-  }
-  fsdp_model_wait_for_grads(m);
-  fsdp_model_dry_run_optimizer(m);
-}
-
 static void make_plan(const struct train_options *o, struct plan *p) {
   memset(p, 0, sizeof *p);
-  p->B = train_options_batch_per_rank(o, o->world_size);
-  const char *too_large = gpt2_batch_problem(&o->gpt2, p->B, o->seq_len);
-  if (too_large) fsdp_fatal("%s", too_large);
-  /* What the trainer holds besides the model: the tokens and one batch of them. */
-  struct token_data data = {0};
-  if (o->data) token_data_load(&data, o->data, o->data_format, o->gpt2.vocab_size);
-  size_t N = (size_t)p->B * (size_t)o->seq_len;
-  int *inputs = mem_alloc(N * sizeof(int), MEM_OTHER), *targets = mem_alloc(N * sizeof(int), MEM_OTHER);
-
-  struct fsdp_model m;
-  struct gpt2 g;
-  fsdp_model_init_dry_run(&m, o->world_size, o->sharding, &o->overlap, &o->mp);
-  gpt2_create(&g, &o->gpt2, &m, p->B, o->seq_len, o->ac_every);
-  p->numel = fsdp_model_numel(&m);
-  p->n_units = m.n_units;
-  dry_run_step(o, &m, &g);
-  fsdp_model_take_dry_run_traffic(&m, &p->traffic);
-  dry_run_step(o, &m, &g);
-  fsdp_model_take_dry_run_traffic(&m, &p->traffic);
-  mem_get_stats(&p->mem);
-
-  gpt2_free(&g);
-  fsdp_model_free(&m);
-  mem_free(inputs);
-  mem_free(targets);
-  token_data_free(&data);
+  struct device *meta = device_open(DEVICE_META, device_kind_parse(o->device));
+  struct comm_group *group = comm_meta_group(meta, o->world_size, 0);
+  struct trainer t;
+  trainer_setup(&t, o, meta, group, 1);
+  p->B = t.B;
+  p->numel = fsdp_model_numel(&t.fsdp);
+  p->n_units = t.fsdp.n_units;
+  struct step_metrics m;
+  for (int step = 1; step <= 2; step++) {
+    trainer_step(&t, step, &m);
+    fsdp_model_take_traffic(&t.fsdp, &p->traffic);
+  }
+  p->mem = m.mem;
+  trainer_teardown(&t);
+  comm_group_free(group);
+  device_close(meta);
 }
 
 static double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
@@ -67,9 +48,9 @@ static void print_text(const struct train_options *o, const struct plan *p) {
          "micro-batches (%s)\n",
          o->model, p->numel, p->n_units, sharding_strategy_name(o->sharding), o->world_size, p->B, o->seq_len,
          o->grad_accum, o->accum_mode == ACCUM_NO_SYNC ? "no-sync" : "sharded");
-  printf("      activation checkpointing %s, param dtype %s, reduce dtype %s%s\n",
+  printf("      activation checkpointing %s, param dtype %s, reduce dtype %s; on %s\n",
          o->ac_every == 0 ? "none" : o->ac_every == 1 ? "full" : "every k-th block", dtype_name(o->mp.param_dtype),
-         dtype_name(o->mp.reduce_dtype), o->data ? "" : "; token data not counted (no --data)");
+         dtype_name(o->mp.reduce_dtype), o->device);
   printf("      %d OpenMP thread(s) per rank, as here (OMP_NUM_THREADS): attention's backward holds a T x T "
          "scratch per thread\n",
          nn_num_threads());

@@ -1,12 +1,16 @@
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
 
-#include "fsdp/cli.h"
 #include "fsdp/comm.h"
+#include "fsdp/device.h"
 #include "fsdp/error.h"
 #include "fsdp/log.h"
 #include "fsdp/timer.h"
 #include "fsdp/trace.h"
+#include "trainer.h"
 
 /* Validation batches are drawn from their own index range so they never
  * coincide with the training batches' random streams. */
@@ -15,70 +19,58 @@ static const uint64_t VAL_BATCH_BASE = 1ull << 40;
 /* torch.cuda.amp.GradScaler's dynamic loss scaling, for fp16 parameters. */
 static const int LOSS_SCALE_GROWTH_INTERVAL = 2000;
 
-struct loss_scaler {
-  float scale;     /* 0: off */
-  int good_steps;  /* in a row without overflow */
-};
+static void log_run(const struct trainer *t) {
+  fsdp_log_info("model: %s, %d layers, %d heads, %d embd, vocab %d, %zu parameters in %d units",
+                t->opt.model, t->opt.gpt2.n_layer, t->opt.gpt2.n_head, t->opt.gpt2.n_embd, t->opt.gpt2.vocab_size,
+                fsdp_model_numel(&t->fsdp), t->fsdp.n_units);
+  fsdp_log_info("fsdp: %d ranks on %s, sharding %s, batch %d x %d per rank x %d micro-batches (%d tokens per step)",
+                t->world_size, device_name(t->device), sharding_strategy_name(t->opt.sharding), t->B, t->T, t->opt.grad_accum,
+                t->B * t->T * t->world_size * t->opt.grad_accum);
+  fsdp_log_info("memory: activation checkpointing %s, param dtype %s, reduce dtype %s, accumulation %s",
+                t->opt.ac_every == 0 ? "off" : t->opt.ac_every == 1 ? "of every block" : "of every k-th block",
+                dtype_name(t->opt.mp.param_dtype), dtype_name(t->opt.mp.reduce_dtype),
+                t->opt.accum_mode == ACCUM_NO_SYNC ? "no-sync" : "sharded");
+  if (t->opt.overlap.blocking)
+    fsdp_log_info("overlap: off (every collective waited for as soon as it is launched)");
+  else
+    fsdp_log_info("overlap: prefetch %d unit(s) ahead in forward, backward prefetch %s, at most %d units unsharded",
+                  t->opt.overlap.prefetch, backward_prefetch_name(t->opt.overlap.backward_prefetch),
+                  t->opt.overlap.max_unsharded);
+  struct mem_stats mem;
+  device_memory_stats(t->device, &mem);
+  metrics_print_memory("after model creation", &mem, 0);
+}
 
-struct trainer {
-  struct train_options opt;
-  struct comm_group *world;
-  int rank, world_size, B, T;
-  struct token_data data;
-  struct token_split train, val;
-  struct fsdp_model fsdp;
-  struct gpt2 model;
-  int *inputs, *targets;
-  FILE *log;
-  struct loss_scaler scaler;
-  int optimizer_steps; /* steps taken, skipped ones left out: AdamW's bias correction counts these */
-};
-
-static void setup(struct trainer *t) {
-  const struct train_options *o = &t->opt;
-  t->world = comm_world();
-  t->rank = comm_rank(t->world);
-  t->world_size = comm_size(t->world);
+void trainer_setup(struct trainer *t, const struct train_options *o, struct device *device, struct comm_group *group,
+                   int planning) {
+  memset(t, 0, sizeof *t);
+  t->opt = *o;
+  t->device = device;
+  t->group = group;
+  t->planning = planning;
+  t->rank = comm_rank(group);
+  t->world_size = comm_size(group);
   t->B = train_options_batch_per_rank(o, t->world_size);
   t->T = o->seq_len;
   const char *too_large = gpt2_batch_problem(&o->gpt2, t->B, t->T);
   if (too_large) fsdp_fatal("%s", too_large);
 
-  if (o->trace_path && t->rank == 0) trace_file_check_writable(o->trace_path);
-  if (o->snapshot_path && t->rank == 0) memory_snapshot_check_writable(o->snapshot_path);
-  token_data_load(&t->data, o->data, o->data_format, o->gpt2.vocab_size);
-  token_data_split(&t->data, o->val_fraction, t->T, &t->train, &t->val);
-  fsdp_log_info("data: %s, %zu tokens (%zu train, %zu val)", o->data, t->data.n_tokens, t->train.n_tokens,
-                t->val.n_tokens);
+  if (!planning) {
+    token_data_load(&t->data, o->data, o->data_format, o->gpt2.vocab_size);
+    token_data_split(&t->data, o->val_fraction, t->T, &t->train, &t->val);
+    fsdp_log_info("data: %s, %zu tokens (%zu train, %zu val)", o->data, t->data.n_tokens, t->train.n_tokens,
+                  t->val.n_tokens);
+  }
 
-  fsdp_model_init(&t->fsdp, t->world, o->sharding, &o->overlap, &o->mp);
+  fsdp_model_init(&t->fsdp, device, group, o->sharding, &o->overlap, &o->mp);
   gpt2_create(&t->model, &o->gpt2, &t->fsdp, t->B, t->T, o->ac_every);
   t->scaler.scale = o->loss_scale;
   fsdp_model_init_params(&t->fsdp, o->seed);
-  fsdp_log_info("model: %s, %d layers, %d heads, %d embd, vocab %d, %zu parameters in %d units",
-                o->model, o->gpt2.n_layer, o->gpt2.n_head, o->gpt2.n_embd, o->gpt2.vocab_size,
-                fsdp_model_numel(&t->fsdp), t->fsdp.n_units);
-  fsdp_log_info("fsdp: %d ranks, sharding %s, batch %d x %d per rank x %d micro-batches (%d tokens per step)",
-                t->world_size, sharding_strategy_name(o->sharding), t->B, t->T, o->grad_accum,
-                t->B * t->T * t->world_size * o->grad_accum);
-  fsdp_log_info("memory: activation checkpointing %s, param dtype %s, reduce dtype %s, accumulation %s",
-                o->ac_every == 0 ? "off" : o->ac_every == 1 ? "of every block" : "of every k-th block",
-                dtype_name(o->mp.param_dtype), dtype_name(o->mp.reduce_dtype),
-                o->accum_mode == ACCUM_NO_SYNC ? "no-sync" : "sharded");
-  if (o->overlap.blocking)
-    fsdp_log_info("overlap: off (every collective waited for as soon as it is launched)");
-  else
-    fsdp_log_info("overlap: prefetch %d unit(s) ahead in forward, backward prefetch %s, at most %d units unsharded",
-                  o->overlap.prefetch, backward_prefetch_name(o->overlap.backward_prefetch),
-                  o->overlap.max_unsharded);
-  struct mem_stats mem;
-  mem_get_stats(&mem);
-  metrics_print_memory("after model creation", &mem, 0);
+  if (!planning) log_run(t);
 
   size_t N = (size_t)t->B * t->T;
-  t->inputs = mem_alloc(N * sizeof(int), MEM_OTHER);
-  t->targets = mem_alloc(N * sizeof(int), MEM_OTHER);
-  t->log = t->rank == 0 ? metrics_open_log(o->log_path) : NULL;
+  t->inputs = fsdp_xcalloc(N, sizeof(int));
+  t->targets = fsdp_xcalloc(N, sizeof(int));
 }
 
 static double validation_loss(struct trainer *t) {
@@ -96,7 +88,7 @@ static double validation_loss(struct trainer *t) {
 
 /* Ranks start the trace together, so that their time zero is the same moment. */
 static void start_trace(struct trainer *t) {
-  comm_barrier(t->world);
+  comm_barrier(t->group);
   trace_clock_start();
   trace_enable(1);
 }
@@ -104,7 +96,7 @@ static void start_trace(struct trainer *t) {
 static void finish_trace(struct trainer *t) {
   fsdp_model_synchronize(&t->fsdp); /* no stream may still be adding spans */
   trace_enable(0);
-  trace_file_write(t->opt.trace_path, t->world);
+  trace_file_write(t->opt.trace_path, t->group);
   trace_clear();
   fsdp_log_info("trace of steps %d to %d written to %s", t->opt.trace_first, t->opt.trace_last, t->opt.trace_path);
 }
@@ -117,8 +109,9 @@ static double forward_backward(struct trainer *t, int step) {
   float loss_scale = (t->scaler.scale > 0.0f ? t->scaler.scale : 1.0f) / (float)K;
   double loss = 0.0;
   for (int k = 0; k < K; k++) {
-    token_split_batch(&t->train, o->seed, (uint64_t)(step - 1), (t->rank * K + k) * t->B, t->B, t->T, t->inputs,
-                      t->targets);
+    if (!t->planning)
+      token_split_batch(&t->train, o->seed, (uint64_t)(step - 1), (t->rank * K + k) * t->B, t->B, t->T, t->inputs,
+                        t->targets);
     t->fsdp.requires_grad_sync = o->accum_mode == ACCUM_SHARDED || k == K - 1;
     gpt2_forward(&t->model, t->inputs, t->targets);
     gpt2_backward(&t->model, loss_scale);
@@ -151,12 +144,18 @@ static int unscale_or_skip(struct trainer *t, int step, double *norm) {
   return 0;
 }
 
-static void train_step(struct trainer *t, int step, struct step_metrics *m) {
+static long minor_faults_so_far(void) {
+  struct rusage usage;
+  return getrusage(RUSAGE_SELF, &usage) == 0 ? usage.ru_minflt : 0;
+}
+
+void trainer_step(struct trainer *t, int step, struct step_metrics *m) {
   const struct train_options *o = &t->opt;
   struct fsdp_comm_times comm;
   fsdp_model_take_comm_times(&t->fsdp, &comm); /* starts the step's count */
+  long faults = minor_faults_so_far();
   double start = time_now_ms();
-  mem_reset_peaks();
+  device_reset_peaks(t->device);
   float lr = lr_warmup_cosine(step - 1, o->warmup, o->steps, o->lr, o->min_lr);
   m->loss_scale = t->scaler.scale;
   double loss = forward_backward(t, step);
@@ -168,9 +167,10 @@ static void train_step(struct trainer *t, int step, struct step_metrics *m) {
     fsdp_model_adamw_step(&t->fsdp, &adamw, ++t->optimizer_steps);
   }
   double step_ms = time_now_ms() - start;
+  m->minor_faults = minor_faults_so_far() - faults;
   fsdp_model_take_comm_times(&t->fsdp, &comm);
 
-  mem_get_stats(&m->mem);
+  device_memory_stats(t->device, &m->mem);
   m->loss = fsdp_model_mean_across_ranks(&t->fsdp, loss);
   m->mem_peak_bytes = (size_t)fsdp_model_max_across_ranks(&t->fsdp, (double)m->mem.total_peak);
   m->comm_ms = comm.all_gather_ms + comm.reduce_scatter_ms;
@@ -183,47 +183,54 @@ static void train_step(struct trainer *t, int step, struct step_metrics *m) {
   m->lr = lr;
   m->step_ms = step_ms;
   m->tokens_per_s = (double)t->B * t->T * t->world_size * o->grad_accum / (step_ms / 1000.0);
-  int validate = t->val.n_tokens && o->val_every && (step % o->val_every == 0 || step == o->steps);
+  int validate = !t->planning && t->val.n_tokens && o->val_every && (step % o->val_every == 0 || step == o->steps);
   m->val_loss = validate ? validation_loss(t) : NAN;
 }
 
 static void finish_snapshot(struct trainer *t) {
   mem_snapshot_stop();
-  memory_snapshot_write(t->opt.snapshot_path, t->world, t->opt.snapshot_first, t->opt.snapshot_last);
+  memory_snapshot_write(t->opt.snapshot_path, t->group, t->opt.snapshot_first, t->opt.snapshot_last);
   mem_snapshot_clear();
   fsdp_log_info("memory snapshot of steps %d to %d written to %s (draw it with fsdp memviz)",
                 t->opt.snapshot_first, t->opt.snapshot_last, t->opt.snapshot_path);
 }
 
-static void teardown(struct trainer *t) {
+void trainer_teardown(struct trainer *t) {
   if (t->log) fclose(t->log);
-  mem_free(t->inputs);
-  mem_free(t->targets);
+  free(t->inputs);
+  free(t->targets);
   gpt2_free(&t->model);
   fsdp_model_free(&t->fsdp);
-  token_data_free(&t->data);
+  if (!t->planning) token_data_free(&t->data);
 }
 
 int fsdp_train_main(int argc, char **argv) {
   comm_init(&argc, &argv);
-  struct trainer t = {0};
-  if (train_options_parse(OPTIONS_TRAIN, &t.opt, argc, argv)) {
+  struct train_options o;
+  if (train_options_parse(OPTIONS_TRAIN, &o, argc, argv)) {
     comm_finalize();
     return 0;
   }
-  setup(&t);
+  int rank = comm_rank(comm_world());
+  if (o.trace_path && rank == 0) trace_file_check_writable(o.trace_path);
+  if (o.snapshot_path && rank == 0) memory_snapshot_check_writable(o.snapshot_path);
+  struct device *device = device_open(device_kind_parse(o.device), DEVICE_CPU);
+  struct trainer t;
+  trainer_setup(&t, &o, device, comm_world(), 0);
+  t.log = rank == 0 ? metrics_open_log(o.log_path) : NULL;
   for (int step = 1; step <= t.opt.steps; step++) {
     struct step_metrics m;
     if (t.opt.trace_path && step == t.opt.trace_first) start_trace(&t);
-    if (t.opt.snapshot_path && step == t.opt.snapshot_first) mem_snapshot_start();
+    if (t.opt.snapshot_path && step == t.opt.snapshot_first) mem_snapshot_start(device);
     mem_snapshot_set_step(step);
-    train_step(&t, step, &m);
+    trainer_step(&t, step, &m);
     if (t.opt.trace_path && step == t.opt.trace_last) finish_trace(&t);
     if (t.opt.snapshot_path && step == t.opt.snapshot_last) finish_snapshot(&t);
     metrics_report_step(t.log, t.opt.log_path, &m);
     if (step == 1) metrics_print_memory("in the first step", &m.mem, 1);
   }
-  teardown(&t);
+  trainer_teardown(&t);
+  device_close(device);
   comm_finalize();
   return 0;
 }

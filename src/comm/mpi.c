@@ -6,39 +6,59 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
+#include "fsdp/device.h"
 #include "fsdp/error.h"
 #include "fsdp/log.h"
-#include "fsdp/memory.h"
-#include "fsdp/stream.h"
 #include "mpi_call.h"
 #include "ring.h"
 
+/* A group is an MPI communicator, or a meta group (comm_meta_group): ranks that exist
+ * only in a plan, whose collectives move nothing and count what they would send. */
 struct comm_group {
   MPI_Comm comm;
   int rank; /* cached: asked for on every collective */
   int size;
+  int meta;
+  /* Where the group's buffers live: host memory for MPI, the meta device for a plan. */
+  struct device *device;
   /* The ring reduce-scatter's message slots (MEM_COMM), grown to the largest call
    * so far and kept: collectives on one group run one at a time, and a buffer that
    * stays makes the memory of a training step the same in every step. */
   void *ring_workspace;
   size_t ring_workspace_bytes;
+  struct comm_traffic traffic;
 };
 
-static struct comm_group world_group = {MPI_COMM_NULL, 0, 1, NULL, 0};
-static struct comm_group self_group = {MPI_COMM_NULL, 0, 1, NULL, 0};
+static struct comm_group world_group = {.comm = MPI_COMM_NULL, .size = 1};
+static struct comm_group self_group = {.comm = MPI_COMM_NULL, .size = 1};
 
-static void *ring_workspace(struct comm_group *g, size_t bytes) {
+/* Grown when the collective is launched, by the launching thread, so that when it
+ * happens does not depend on the comm threads' timing; the smaller buffer is freed in
+ * the order of stream s, which may still be using it. */
+static void *ring_workspace(struct comm_group *g, struct stream *s, size_t bytes) {
   if (bytes > g->ring_workspace_bytes) {
     mem_push_context("", "ring reduce-scatter");
-    mem_free(g->ring_workspace);
-    g->ring_workspace = mem_alloc_for_overwrite(bytes, MEM_COMM);
+    device_free(g->device, g->ring_workspace, s);
+    g->ring_workspace = device_alloc(g->device, bytes, MEM_COMM, s);
     mem_pop_context();
     g->ring_workspace_bytes = bytes;
   }
   return g->ring_workspace;
 }
+
+static void free_ring_workspace(struct comm_group *g) {
+  device_free(g->device, g->ring_workspace, NULL);
+  g->ring_workspace = NULL;
+  g->ring_workspace_bytes = 0;
+}
+
+/* Bytes one rank sends in a ring collective whose per-rank part is `part` bytes:
+ * W - 1 parts for an all-gather or a reduce-scatter, twice that for an all-reduce
+ * (a reduce-scatter, then an all-gather, of the whole buffer). */
+static double ring_sent(const struct comm_group *g, double part) { return (g->size - 1) * part; }
 
 static const char *thread_level_name(int level) {
   switch (level) {
@@ -100,6 +120,7 @@ static void abort_job(int exit_code) {
 
 static void open_group(struct comm_group *g, MPI_Comm comm, const char *name) {
   g->comm = comm;
+  g->device = device_cpu();
   /* Return codes instead of MPI's default abort, so that failures reach mpi_check
    * and name the call that failed. */
   MPI_CALL(name, MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
@@ -124,8 +145,8 @@ void comm_init(int *argc, char ***argv) {
 
 void comm_finalize(void) {
   if (!mpi_is_running()) return;
-  mem_free(world_group.ring_workspace);
-  mem_free(self_group.ring_workspace);
+  free_ring_workspace(&world_group);
+  free_ring_workspace(&self_group);
   MPI_CALL("MPI_Finalize", MPI_Finalize());
 }
 
@@ -141,7 +162,14 @@ int comm_rank(const struct comm_group *g) { return g->rank; }
 int comm_size(const struct comm_group *g) { return g->size; }
 
 enum comm_dtype comm_dtype_of(enum dtype d) {
-  return d == DTYPE_BF16 ? COMM_BF16 : d == DTYPE_F16 ? COMM_F16 : COMM_F32;
+  switch (d) {
+    case DTYPE_F32: return COMM_F32;
+    case DTYPE_BF16: return COMM_BF16;
+    case DTYPE_F16: return COMM_F16;
+    case DTYPE_I32: return COMM_I32;
+    case DTYPE_F64: return COMM_F64;
+  }
+  fsdp_fatal("unknown dtype %d", (int)d);
 }
 
 size_t comm_dtype_size(enum comm_dtype dtype) {
@@ -216,6 +244,7 @@ static int mpi_count(size_t count, const char *caller) {
 
 void comm_all_gather(struct comm_group *g, const void *send, void *recv, size_t count,
                      enum comm_dtype dtype) {
+  if (g->meta) return;
   int n = mpi_count(count, "comm_all_gather");
   /* Compared as integers: recv may be NULL when count is 0, and NULL + 0 is undefined. */
   uintptr_t own_slice = (uintptr_t)recv + (size_t)g->rank * count * comm_dtype_size(dtype);
@@ -246,15 +275,10 @@ static bool use_ring(int size, size_t count, enum comm_dtype dtype, enum comm_re
   return reduce_scatter_algorithm == COMM_RS_RING;
 }
 
-size_t comm_reduce_scatter_workspace_bytes(int size, size_t count, enum comm_dtype dtype) {
-  return use_ring(size, count, dtype, COMM_SUM) ? ring_workspace_bytes(size, count, dtype) : 0;
-}
-
-void comm_reduce_scatter(struct comm_group *g, const void *send, void *recv, size_t count,
-                         enum comm_dtype dtype, enum comm_reduce_op op) {
-  check_reducible(dtype, op, true, "comm_reduce_scatter");
+/* The MPI reduce-scatter itself, with the ring's workspace already in place. */
+static void reduce_scatter_now(struct comm_group *g, void *workspace, const void *send, void *recv, size_t count,
+                               enum comm_dtype dtype, enum comm_reduce_op op) {
   if (use_ring(g->size, count, dtype, op)) {
-    void *workspace = ring_workspace(g, ring_workspace_bytes(g->size, count, dtype));
     ring_reduce_scatter(g->comm, g->rank, g->size, workspace, send, recv, count, dtype, op);
     return;
   }
@@ -267,9 +291,23 @@ void comm_reduce_scatter(struct comm_group *g, const void *send, void *recv, siz
   if (op == COMM_AVG) divide_by_size(recv, count, dtype, g->size);
 }
 
+static void *workspace_for(struct comm_group *g, struct stream *s, size_t count, enum comm_dtype dtype,
+                           enum comm_reduce_op op) {
+  return use_ring(g->size, count, dtype, op) ? ring_workspace(g, s, ring_workspace_bytes(g->size, count, dtype))
+                                             : NULL;
+}
+
+void comm_reduce_scatter(struct comm_group *g, const void *send, void *recv, size_t count,
+                         enum comm_dtype dtype, enum comm_reduce_op op) {
+  check_reducible(dtype, op, true, "comm_reduce_scatter");
+  void *workspace = workspace_for(g, NULL, count, dtype, op);
+  if (!g->meta) reduce_scatter_now(g, workspace, send, recv, count, dtype, op);
+}
+
 void comm_all_reduce(struct comm_group *g, void *buf, size_t count, enum comm_dtype dtype,
                      enum comm_reduce_op op) {
   check_reducible(dtype, op, false, "comm_all_reduce");
+  if (g->meta) return;
   int n = mpi_count(count, "comm_all_reduce");
   MPI_Op mop = mpi_op(op, dtype, "comm_all_reduce");
   MPI_Request request;
@@ -279,6 +317,7 @@ void comm_all_reduce(struct comm_group *g, void *buf, size_t count, enum comm_dt
 }
 
 void comm_broadcast(struct comm_group *g, void *buf, size_t bytes, int root) {
+  if (g->meta) return;
   int n = mpi_count(bytes, "comm_broadcast");
   MPI_Request request;
   MPI_CALL("MPI_Ibcast", MPI_Ibcast(buf, n, MPI_BYTE, root, g->comm, &request));
@@ -286,12 +325,25 @@ void comm_broadcast(struct comm_group *g, void *buf, size_t bytes, int root) {
 }
 
 void comm_barrier(struct comm_group *g) {
+  if (g->meta) return;
   MPI_Request request;
   MPI_CALL("MPI_Ibarrier", MPI_Ibarrier(g->comm, &request));
   mpi_wait(&request, 1, "MPI_Ibarrier");
 }
 
+struct comm_group *comm_meta_group(struct device *meta, int size, int rank) {
+  FSDP_CHECK(size >= 1 && rank >= 0 && rank < size);
+  struct comm_group *g = fsdp_xcalloc(1, sizeof *g);
+  g->comm = MPI_COMM_NULL;
+  g->meta = 1;
+  g->size = size;
+  g->rank = rank;
+  g->device = meta;
+  return g;
+}
+
 struct comm_group *comm_group_dup(struct comm_group *g, const char *name) {
+  if (g->meta) return comm_meta_group(g->device, g->size, g->rank);
   struct comm_group *dup = fsdp_xcalloc(1, sizeof *dup);
   MPI_Comm comm;
   MPI_Request request;
@@ -303,15 +355,21 @@ struct comm_group *comm_group_dup(struct comm_group *g, const char *name) {
 }
 
 void comm_group_free(struct comm_group *g) {
-  mem_free(g->ring_workspace);
-  MPI_CALL("MPI_Comm_free", MPI_Comm_free(&g->comm));
+  free_ring_workspace(g);
+  if (!g->meta) MPI_CALL("MPI_Comm_free", MPI_Comm_free(&g->comm));
   free(g);
+}
+
+void comm_take_traffic(struct comm_group *g, struct comm_traffic *out) {
+  *out = g->traffic;
+  memset(&g->traffic, 0, sizeof g->traffic);
 }
 
 /* What a collective launched on a stream needs, copied into the stream's queue. */
 struct collective {
   enum { ALL_GATHER, REDUCE_SCATTER, ALL_REDUCE } kind;
   struct comm_group *group;
+  void *workspace;
   const void *send;
   void *recv;
   size_t count;
@@ -323,32 +381,47 @@ static void run_collective(void *arg) {
   const struct collective *c = arg;
   switch (c->kind) {
     case ALL_GATHER: comm_all_gather(c->group, c->send, c->recv, c->count, c->dtype); break;
-    case REDUCE_SCATTER: comm_reduce_scatter(c->group, c->send, c->recv, c->count, c->dtype, c->op); break;
+    case REDUCE_SCATTER: reduce_scatter_now(c->group, c->workspace, c->send, c->recv, c->count, c->dtype, c->op); break;
     case ALL_REDUCE: comm_all_reduce(c->group, c->recv, c->count, c->dtype, c->op); break;
   }
 }
 
+/* Collectives on a stream run where the stream's device runs its work: MPI moves host
+ * memory, so only cpu streams (and meta ones, which run nothing) can carry them; a GPU
+ * needs NCCL, or staging through pinned host memory. */
+static void launch(struct comm_group *g, struct stream *s, const char *label, const struct collective *c) {
+  if (g->meta) return;
+  if (device_kind(stream_device(s)) != DEVICE_CPU)
+    fsdp_fatal("%s: collectives over MPI run on cpu streams, not on a %s stream (NCCL is not built in)", label,
+               device_name(stream_device(s)));
+  stream_launch(s, label, run_collective, c, sizeof *c);
+}
+
 void comm_all_gather_async(struct comm_group *g, struct stream *s, const char *label, const void *send,
                            void *recv, size_t count, enum comm_dtype dtype) {
-  struct collective c = {ALL_GATHER, g, send, recv, count, dtype, COMM_SUM};
-  stream_launch(s, label, run_collective, &c, sizeof c);
+  g->traffic.all_gather += ring_sent(g, (double)(count * comm_dtype_size(dtype)));
+  struct collective c = {ALL_GATHER, g, NULL, send, recv, count, dtype, COMM_SUM};
+  launch(g, s, label, &c);
 }
 
 void comm_reduce_scatter_async(struct comm_group *g, struct stream *s, const char *label, const void *send,
                                void *recv, size_t count, enum comm_dtype dtype, enum comm_reduce_op op) {
   check_reducible(dtype, op, true, "comm_reduce_scatter_async"); /* now, not later on the stream's thread */
-  struct collective c = {REDUCE_SCATTER, g, send, recv, count, dtype, op};
-  stream_launch(s, label, run_collective, &c, sizeof c);
+  g->traffic.reduce_scatter += ring_sent(g, (double)(count * comm_dtype_size(dtype)));
+  struct collective c = {REDUCE_SCATTER, g, workspace_for(g, s, count, dtype, op), send, recv, count, dtype, op};
+  launch(g, s, label, &c);
 }
 
 void comm_all_reduce_async(struct comm_group *g, struct stream *s, const char *label, void *buf, size_t count,
                            enum comm_dtype dtype, enum comm_reduce_op op) {
   check_reducible(dtype, op, false, "comm_all_reduce_async"); /* now, not later on the stream's thread */
-  struct collective c = {ALL_REDUCE, g, NULL, buf, count, dtype, op};
-  stream_launch(s, label, run_collective, &c, sizeof c);
+  g->traffic.all_reduce += 2 * ring_sent(g, (double)(count * comm_dtype_size(dtype)) / g->size);
+  struct collective c = {ALL_REDUCE, g, NULL, NULL, buf, count, dtype, op};
+  launch(g, s, label, &c);
 }
 
 void *comm_gather_bytes(struct comm_group *g, const void *send, size_t bytes, int root, size_t *total_bytes) {
+  FSDP_CHECK(!g->meta);
   int n = mpi_count(bytes, "comm_gather_bytes");
   int *counts = NULL, *displs = NULL;
   char *all = NULL;

@@ -4,8 +4,10 @@
 
 #include "fsdp/error.h"
 
-static const char *const NAMES[] = {[DTYPE_F32] = "fp32", [DTYPE_BF16] = "bf16", [DTYPE_F16] = "fp16"};
-enum { NUM_DTYPES = sizeof NAMES / sizeof NAMES[0] };
+static const char *const NAMES[] = {[DTYPE_F32] = "fp32", [DTYPE_BF16] = "bf16", [DTYPE_F16] = "fp16",
+                                    [DTYPE_I32] = "int32", [DTYPE_F64] = "fp64"};
+enum { NUM_DTYPES = sizeof NAMES / sizeof NAMES[0], NUM_PARAM_DTYPES = DTYPE_F16 + 1 };
+static const size_t SIZES[] = {[DTYPE_F32] = 4, [DTYPE_BF16] = 2, [DTYPE_F16] = 2, [DTYPE_I32] = 4, [DTYPE_F64] = 8};
 
 static void check_dtype(enum dtype d, const char *caller) {
   if ((unsigned)d >= NUM_DTYPES) fsdp_fatal("%s: unknown dtype %d", caller, (int)d);
@@ -18,7 +20,7 @@ static void check_16bit(enum dtype d, const char *caller) {
 
 size_t dtype_size(enum dtype d) {
   check_dtype(d, "dtype_size");
-  return d == DTYPE_F32 ? 4 : 2;
+  return SIZES[d];
 }
 
 const char *dtype_name(enum dtype d) {
@@ -27,7 +29,7 @@ const char *dtype_name(enum dtype d) {
 }
 
 int dtype_parse(const char *name) {
-  for (int d = 0; d < NUM_DTYPES; d++)
+  for (int d = 0; d < NUM_PARAM_DTYPES; d++)
     if (strcmp(name, NAMES[d]) == 0) return d;
   return -1;
 }

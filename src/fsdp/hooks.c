@@ -43,7 +43,7 @@ static struct fsdp_unit *backward_next(struct fsdp_model *m, const struct fsdp_u
 static void prefetch(struct fsdp_model *m, struct fsdp_unit *u) {
   if (!u || u->state != UNIT_SHARDED) return;
   if (m->strategy == SHARD_FULL && units_unsharded(m) >= m->overlap.max_unsharded) return;
-  m->ops->unshard(u);
+  fsdp_unit_unshard(u);
 }
 
 static void begin_compute(struct fsdp_unit *u) {
@@ -58,9 +58,9 @@ static void end_compute(struct fsdp_model *m, struct fsdp_unit *u, const char *p
 }
 
 void fsdp_pre_forward(struct fsdp_model *m, struct fsdp_unit *u) {
-  m->ops->unshard(u);
+  fsdp_unit_unshard(u);
   for (int k = 1; k <= m->overlap.prefetch; k++) prefetch(m, forward_next(m, u, k));
-  m->ops->wait_unsharded(u);
+  fsdp_unit_wait_unsharded(u);
   trace_unsharded_units(m);
   begin_compute(u);
   mem_push_context(u->name, "forward");
@@ -69,7 +69,7 @@ void fsdp_pre_forward(struct fsdp_model *m, struct fsdp_unit *u) {
 void fsdp_post_forward(struct fsdp_model *m, struct fsdp_unit *u) {
   mem_pop_context();
   end_compute(m, u, "forward");
-  if (u->reshard_after_forward) m->ops->reshard(u);
+  if (u->reshard_after_forward) fsdp_unit_reshard(u);
   trace_unsharded_units(m);
 }
 
@@ -79,16 +79,16 @@ void fsdp_post_forward(struct fsdp_model *m, struct fsdp_unit *u) {
  * latest has had a unit's backward to finish. */
 static void release_older_grads(struct fsdp_model *m) {
   for (int i = 0; i < m->n_units; i++)
-    if (m->units[i] != m->latest_reduced) m->ops->release_grads(m->units[i]);
+    if (m->units[i] != m->latest_reduced) fsdp_unit_release_grads(m->units[i]);
 }
 
 void fsdp_pre_backward(struct fsdp_model *m, struct fsdp_unit *u) {
   release_older_grads(m);
-  m->ops->unshard(u);
+  fsdp_unit_unshard(u);
   if (m->overlap.backward_prefetch == BACKWARD_PREFETCH_PRE) prefetch(m, backward_next(m, u));
-  m->ops->wait_unsharded(u);
+  fsdp_unit_wait_unsharded(u);
   mem_push_context(u->name, "backward");
-  m->ops->begin_grads(u);
+  fsdp_unit_begin_grads(u);
   trace_unsharded_units(m);
   begin_compute(u);
 }
@@ -97,19 +97,19 @@ void fsdp_post_backward(struct fsdp_model *m, struct fsdp_unit *u) {
   mem_pop_context();
   end_compute(m, u, "backward");
   if (m->requires_grad_sync) {
-    m->ops->reduce_grads(u);
+    fsdp_unit_reduce_grads(u);
     m->latest_reduced = u;
   } else {
-    m->ops->keep_grads(u);
+    fsdp_unit_keep_grads(u);
   }
-  m->ops->reshard(u);
+  fsdp_unit_reshard(u);
   /* The root's backward wraps all the others: nothing comes after it. */
   if (m->overlap.backward_prefetch == BACKWARD_PREFETCH_POST && !u->is_root) prefetch(m, backward_next(m, u));
   trace_unsharded_units(m);
 }
 
 void fsdp_model_wait_for_grads(struct fsdp_model *m) {
-  for (int i = 0; i < m->n_units; i++) m->ops->release_grads(m->units[i]);
+  for (int i = 0; i < m->n_units; i++) fsdp_unit_release_grads(m->units[i]);
   m->latest_reduced = NULL;
 }
 

@@ -4,23 +4,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dry_run.h"
 #include "fsdp/comm.h"
+#include "fsdp/device.h"
 #include "fsdp/error.h"
 #include "fsdp/memory.h"
+#include "fsdp/nn.h"
 #include "fsdp/stream.h"
 #include "fsdp/trace.h"
 
-static const struct fsdp_unit_ops UNIT_OPS = {
-    fsdp_unit_unshard,      fsdp_unit_wait_unsharded, fsdp_unit_reshard,       fsdp_unit_begin_grads,
-    fsdp_unit_reduce_grads, fsdp_unit_keep_grads,     fsdp_unit_release_grads,
-};
-
-/* What a model and a dry run of it share. */
-void fsdp_model_init_policies(struct fsdp_model *m, int world_size, enum sharding_strategy strategy,
-                              const struct fsdp_overlap *overlap, const struct fsdp_mixed_precision *mp) {
+void fsdp_model_init(struct fsdp_model *m, struct device *device, struct comm_group *group,
+                     enum sharding_strategy strategy, const struct fsdp_overlap *overlap,
+                     const struct fsdp_mixed_precision *mp) {
   memset(m, 0, sizeof *m);
-  m->world_size = world_size;
+  m->device = device;
+  m->group = group;
+  m->world_size = comm_size(group);
   m->strategy = strategy;
   m->requires_grad_sync = 1;
   if (mp) m->mp = *mp;
@@ -31,31 +29,30 @@ void fsdp_model_init_policies(struct fsdp_model *m, int world_size, enum shardin
     m->overlap.prefetch = 0;
     m->overlap.backward_prefetch = BACKWARD_PREFETCH_NONE;
   }
+  fsdp_streams_init(&m->streams, device, group);
   m->streams.blocking = m->overlap.blocking;
-}
-
-void fsdp_model_init(struct fsdp_model *m, struct comm_group *group, enum sharding_strategy strategy,
-                     const struct fsdp_overlap *overlap, const struct fsdp_mixed_precision *mp) {
-  fsdp_model_init_policies(m, comm_size(group), strategy, overlap, mp);
-  m->ops = &UNIT_OPS;
-  m->group = group;
-  fsdp_streams_init(&m->streams, group);
-  m->streams.blocking = m->overlap.blocking;
-  m->collective_done = event_create();
+  m->collective_done = event_create(device);
+  m->norm_sum = device_alloc(device, sizeof(double), MEM_OTHER, m->streams.compute);
 }
 
 void fsdp_model_free(struct fsdp_model *m) {
-  if (m->dry_run) {
-    fsdp_model_free_dry_run(m);
-    return;
-  }
   for (int i = 0; i < m->n_units; i++) {
     fsdp_unit_free(m->units[i]);
     free(m->units[i]);
   }
   m->n_units = 0;
+  device_free(m->device, m->norm_sum, m->streams.compute);
   event_destroy(m->collective_done);
   fsdp_streams_free(&m->streams);
+}
+
+void fsdp_model_take_traffic(struct fsdp_model *m, struct comm_traffic *out) {
+  struct comm_traffic gather, reduce;
+  comm_take_traffic(m->streams.all_gather_group, &gather);
+  comm_take_traffic(m->streams.reduce_scatter_group, &reduce);
+  out->all_gather = gather.all_gather + reduce.all_gather;
+  out->reduce_scatter = gather.reduce_scatter + reduce.reduce_scatter;
+  out->all_reduce = gather.all_reduce + reduce.all_reduce;
 }
 
 struct fsdp_unit *fsdp_model_add_unit(struct fsdp_model *m, const char *name, const struct param_spec *specs,
@@ -63,12 +60,7 @@ struct fsdp_unit *fsdp_model_add_unit(struct fsdp_model *m, const char *name, co
   if (m->n_units == FSDP_MAX_UNITS) fsdp_fatal("a model may have at most %d units", FSDP_MAX_UNITS);
   FSDP_CHECK(!is_root || m->n_units == 0);
   struct fsdp_unit *u = fsdp_xmalloc(sizeof *u);
-  if (m->dry_run)
-    fsdp_unit_init_dry_run(u, name, m->n_units, specs, n_params, m->world_size, m->strategy, is_root,
-                           &m->streams);
-  else
-    fsdp_unit_init(u, name, m->n_units, specs, n_params, m->group, &m->streams, m->strategy, is_root);
-  u->mp = m->mp;
+  fsdp_unit_init(u, name, m->n_units, specs, n_params, m->group, &m->streams, m->strategy, &m->mp, is_root);
   m->units[m->n_units++] = u;
   return u;
 }
@@ -78,64 +70,47 @@ void fsdp_model_init_params(struct fsdp_model *m, uint64_t seed) {
 }
 
 void fsdp_model_reshard_all(struct fsdp_model *m) {
-  for (int i = 0; i < m->n_units; i++) m->ops->reshard(m->units[i]);
+  for (int i = 0; i < m->n_units; i++) fsdp_unit_reshard(m->units[i]);
 }
 
-/* One parameter's elements in this rank's shards, padding excluded. */
-struct owned_run {
-  float *param, *grad, *adam_m, *adam_v;
-  size_t n;
-  int weight_decay;
-};
+static struct nn_ctx compute_ctx(struct fsdp_model *m) { return (struct nn_ctx){m->device, m->streams.compute}; }
 
-static void for_each_owned_run_of(struct fsdp_unit *u, void (*fn)(const struct owned_run *run, void *ctx),
-                                  void *ctx) {
-  for (int p = 0; p < u->layout.n_params; p++) {
-    struct sharded_param_info info = fsdp_unit_param_info(u, p);
-    size_t o = info.shard_offset, n = info.end - info.begin;
-    struct owned_run run = {u->param_shard + o, u->grad_shard + o, u->adam_m + o, u->adam_v + o, n,
-                            u->layout.params[p].weight_decay};
-    if (n) fn(&run, ctx);
-  }
+static struct tensor shard_of(const struct fsdp_unit *u, float *buffer) {
+  return tensor_1d(buffer, DTYPE_F32, u->layout.shard);
 }
 
-static void for_each_owned_run(struct fsdp_model *m, void (*fn)(const struct owned_run *run, void *ctx),
-                               void *ctx) {
-  for (int i = 0; i < m->n_units; i++) for_each_owned_run_of(m->units[i], fn, ctx);
-}
-
-static void add_grad_squares(const struct owned_run *run, void *ctx) {
-  double sum = 0.0;
-  for (size_t i = 0; i < run->n; i++) sum += (double)run->grad[i] * run->grad[i];
-  *(double *)ctx += sum;
-}
-
-/* On the reduce-scatter stream, after the gradient reductions, and waited for. */
+/* On the reduce-scatter stream, after the compute stream's work so far, and waited for.
+ * value is host memory on cpu, device memory on a GPU. */
 static void all_reduce_now(struct fsdp_model *m, double *value, enum comm_reduce_op op, const char *label) {
   struct fsdp_streams *s = &m->streams;
+  event_record(m->collective_done, s->compute);
+  stream_wait_event(s->reduce_scatter, m->collective_done);
   comm_all_reduce_async(s->reduce_scatter_group, s->reduce_scatter, label, value, 1, COMM_F64, op);
   event_record(m->collective_done, s->reduce_scatter);
   fsdp_streams_wait(s, m->collective_done, label);
 }
 
+/* Padding is zero in every gradient shard, so a whole shard's sum of squares is that of
+ * the elements this rank owns. On the meta device nothing is summed: the norm is 0. */
 double fsdp_model_grad_norm(struct fsdp_model *m) {
   fsdp_model_wait_for_grads(m);
   for (int i = 0; i < m->n_units; i++) FSDP_CHECK(!m->units[i]->unreduced);
-  double sum = 0.0;
-  for_each_owned_run(m, add_grad_squares, &sum);
+  struct nn_ctx c = compute_ctx(m);
+  device_memset(c.stream, m->norm_sum, 0, sizeof(double));
+  for (int i = 0; i < m->n_units; i++)
+    nn_sum_squares(&c, tensor_1d(m->norm_sum, DTYPE_F64, 1), shard_of(m->units[i], m->units[i]->grad_shard));
   /* Replicated gradients are already whole on every rank. */
-  if (m->strategy != SHARD_NONE) all_reduce_now(m, &sum, COMM_SUM, "all-reduce grad norm");
+  if (m->strategy != SHARD_NONE) all_reduce_now(m, m->norm_sum, COMM_SUM, "all-reduce grad norm");
+  double sum = 0.0;
+  device_copy_to_host(c.stream, &sum, m->norm_sum, sizeof sum);
+  stream_synchronize(c.stream);
   return sqrt(sum);
-}
-
-static void scale_grads(const struct owned_run *run, void *ctx) {
-  float scale = *(float *)ctx;
-  for (size_t i = 0; i < run->n; i++) run->grad[i] *= scale;
 }
 
 void fsdp_model_scale_grads(struct fsdp_model *m, float scale) {
   fsdp_model_wait_for_grads(m);
-  for_each_owned_run(m, scale_grads, &scale);
+  struct nn_ctx c = compute_ctx(m);
+  for (int i = 0; i < m->n_units; i++) nn_scale(&c, shard_of(m->units[i], m->units[i]->grad_shard), scale);
 }
 
 float fsdp_model_clip_grads(struct fsdp_model *m, double norm, double max_norm) {
@@ -151,25 +126,19 @@ void fsdp_model_zero_grad(struct fsdp_model *m) {
   for (int i = 0; i < m->n_units; i++) m->units[i]->grads_in_shard = 0;
 }
 
-struct adamw_step_args {
-  const struct adamw_config *cfg;
-  float bias_correction1, bias_correction2_sqrt;
-};
-
-/* PyTorch's AdamW:  p -= lr * wd * p;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
- * p -= (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps). */
-static void adamw_update(const struct owned_run *run, void *ctx) {
-  const struct adamw_step_args *a = ctx;
-  const struct adamw_config *c = a->cfg;
-  float decay = run->weight_decay ? 1.0f - c->lr * c->weight_decay : 1.0f;
-  float step_size = c->lr / a->bias_correction1;
-  float *p = run->param, *m = run->adam_m, *v = run->adam_v;
-  for (size_t i = 0; i < run->n; i++) {
-    float g = run->grad[i];
-    p[i] *= decay;
-    m[i] = c->beta1 * m[i] + (1.0f - c->beta1) * g;
-    v[i] = c->beta2 * v[i] + (1.0f - c->beta2) * g * g;
-    p[i] -= step_size * m[i] / (sqrtf(v[i]) / a->bias_correction2_sqrt + c->eps);
+/* Each parameter's owned elements in turn: weight decay is a per-parameter choice. */
+static void adamw_unit(struct fsdp_model *m, struct fsdp_unit *u, const struct nn_adamw *h) {
+  struct nn_ctx c = compute_ctx(m);
+  struct tensor param = shard_of(u, u->param_shard), grad = shard_of(u, u->grad_shard);
+  struct tensor adam_m = shard_of(u, u->adam_m), adam_v = shard_of(u, u->adam_v);
+  for (int p = 0; p < u->layout.n_params; p++) {
+    struct sharded_param_info info = fsdp_unit_param_info(u, p);
+    size_t o = info.shard_offset, n = info.end - info.begin;
+    if (!n) continue;
+    struct nn_adamw hp = *h;
+    if (!u->layout.params[p].weight_decay) hp.weight_decay = 0.0f;
+    nn_adamw(&c, tensor_slice(&param, o, n), tensor_slice(&grad, o, n), tensor_slice(&adam_m, o, n),
+             tensor_slice(&adam_v, o, n), &hp);
   }
 }
 
@@ -178,15 +147,19 @@ void fsdp_model_adamw_step(struct fsdp_model *m, const struct adamw_config *cfg,
   fsdp_model_wait_for_grads(m);
   double begin = trace_enabled() ? trace_now_us() : 0.0;
   mem_push_context("", "optimizer");
-  struct adamw_step_args args = {
-      .cfg = cfg,
+  struct nn_adamw h = {
+      .lr = cfg->lr,
+      .beta1 = cfg->beta1,
+      .beta2 = cfg->beta2,
+      .eps = cfg->eps,
+      .weight_decay = cfg->weight_decay,
       .bias_correction1 = 1.0f - powf(cfg->beta1, (float)step),
       .bias_correction2_sqrt = sqrtf(1.0f - powf(cfg->beta2, (float)step)),
   };
   /* In forward order, so that the first units' all-gathers for the next step run
    * while the later units are updated. */
   for (int i = 0; i < m->n_units; i++) {
-    for_each_owned_run_of(m->units[i], adamw_update, &args);
+    adamw_unit(m, m->units[i], &h);
     m->units[i]->grads_in_shard = 0;
     fsdp_prefetch_for_next_step(m, m->units[i]);
   }

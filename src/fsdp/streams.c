@@ -1,14 +1,16 @@
 #include "fsdp/comm.h"
+#include "fsdp/device.h"
 #include "fsdp/stream.h"
 #include "fsdp/trace.h"
 #include "fsdp/unit.h"
 
 #include <stdio.h>
 
-void fsdp_streams_init(struct fsdp_streams *s, struct comm_group *group) {
-  s->compute = stream_create_host("compute");
-  s->all_gather = stream_create("all-gather");
-  s->reduce_scatter = stream_create("reduce-scatter");
+void fsdp_streams_init(struct fsdp_streams *s, struct device *device, struct comm_group *group) {
+  s->device = device;
+  s->compute = device_host_stream_create(device, "compute");
+  s->all_gather = device_stream_create(device, "all-gather");
+  s->reduce_scatter = device_stream_create(device, "reduce-scatter");
   s->all_gather_group = comm_group_dup(group, "all-gather");
   s->reduce_scatter_group = comm_group_dup(group, "reduce-scatter");
   s->blocking = 0;

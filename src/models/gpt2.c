@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fsdp/device.h"
 #include "fsdp/error.h"
 #include "fsdp/memory.h"
 #include "fsdp/nn.h"
@@ -107,23 +108,46 @@ static void declare_units(struct gpt2 *model) {
   }
 }
 
-static float *activation(size_t elements) { return mem_alloc_for_overwrite(elements * sizeof(float), MEM_ACTIVATIONS); }
+static struct nn_ctx ctx(const struct gpt2 *model) {
+  return (struct nn_ctx){model->fsdp->device, model->fsdp->streams.compute};
+}
 
-static void release(float **buffer) {
-  mem_free(*buffer);
+static size_t dtype_bytes(const struct gpt2 *model) { return dtype_size(model->dtype); }
+
+static void *activation(const struct gpt2 *model, size_t elements) {
+  return device_alloc(model->fsdp->device, elements * dtype_bytes(model), MEM_ACTIVATIONS, model->fsdp->streams.compute);
+}
+
+static void release(const struct gpt2 *model, void **buffer) {
+  device_free(model->fsdp->device, *buffer, model->fsdp->streams.compute);
   *buffer = NULL;
 }
 
-/* The buffers of a block's forward and their sizes in floats, the output last. */
+/* Activations as the kernels take them: (N, cols) or (N). */
+static struct tensor act2(const struct gpt2 *model, void *data, size_t cols) {
+  return tensor_2d(data, model->dtype, (size_t)model->B * model->T, cols);
+}
+static struct tensor act1(const struct gpt2 *model, void *data) {
+  return tensor_1d(data, model->dtype, (size_t)model->B * model->T);
+}
+static struct tensor tokens(const struct gpt2 *model, int *data) {
+  return tensor_2d(data, DTYPE_I32, (size_t)model->B, (size_t)model->T);
+}
+
+static void zero(const struct gpt2 *model, void *buffer, size_t elements) {
+  device_memset(model->fsdp->streams.compute, buffer, 0, elements * dtype_bytes(model));
+}
+
+/* The buffers of a block's forward and their sizes in elements, the output last. */
 enum { BLOCK_ACT_BUFFERS = 15 };
-static void block_act_buffers(const struct gpt2 *model, struct gpt2_block_acts *a, float **buffers[BLOCK_ACT_BUFFERS],
+static void block_act_buffers(const struct gpt2 *model, struct gpt2_block_acts *a, void **buffers[BLOCK_ACT_BUFFERS],
                               size_t elements[BLOCK_ACT_BUFFERS]) {
   const struct gpt2_config *c = &model->config;
   size_t N = (size_t)model->B * model->T, C = (size_t)c->n_embd;
   size_t att = (size_t)model->B * c->n_head * model->T * model->T;
-  float **b[BLOCK_ACT_BUFFERS] = {&a->ln1,      &a->ln1_mean, &a->ln1_rstd, &a->qkv, &a->atty,
-                                  &a->att,      &a->attproj,  &a->residual2, &a->ln2, &a->ln2_mean,
-                                  &a->ln2_rstd, &a->fch,      &a->fch_gelu, &a->fcproj, &a->residual3};
+  void **b[BLOCK_ACT_BUFFERS] = {&a->ln1,      &a->ln1_mean, &a->ln1_rstd, &a->qkv, &a->atty,
+                                 &a->att,      &a->attproj,  &a->residual2, &a->ln2, &a->ln2_mean,
+                                 &a->ln2_rstd, &a->fch,      &a->fch_gelu, &a->fcproj, &a->residual3};
   size_t e[BLOCK_ACT_BUFFERS] = {N * C, N, N, N * 3 * C, N * C, att, N * C, N * C,
                                  N * C, N, N, N * 4 * C, N * 4 * C, N * C, N * C};
   memcpy(buffers, b, sizeof b);
@@ -132,30 +156,30 @@ static void block_act_buffers(const struct gpt2 *model, struct gpt2_block_acts *
 
 /* The output may already be held (a recompute). */
 static void block_acts_alloc(struct gpt2 *model, int l) {
-  float **buffers[BLOCK_ACT_BUFFERS];
+  void **buffers[BLOCK_ACT_BUFFERS];
   size_t elements[BLOCK_ACT_BUFFERS];
   block_act_buffers(model, &model->acts[l], buffers, elements);
   for (int i = 0; i < BLOCK_ACT_BUFFERS; i++)
-    if (!*buffers[i]) *buffers[i] = activation(elements[i]);
+    if (!*buffers[i]) *buffers[i] = activation(model, elements[i]);
 }
 
 /* Everything but the output, which is the next block's input. */
 static void block_acts_release_inner(struct gpt2 *model, int l) {
-  float **buffers[BLOCK_ACT_BUFFERS];
+  void **buffers[BLOCK_ACT_BUFFERS];
   size_t elements[BLOCK_ACT_BUFFERS];
   block_act_buffers(model, &model->acts[l], buffers, elements);
-  for (int i = 0; i < BLOCK_ACT_BUFFERS - 1; i++) release(buffers[i]);
+  for (int i = 0; i < BLOCK_ACT_BUFFERS - 1; i++) release(model, buffers[i]);
 }
 
 void gpt2_release_activations(struct gpt2 *model) {
-  float **outside_blocks[] = {&model->encoded, &model->lnf,   &model->lnf_mean, &model->lnf_rstd,
-                              &model->logits,  &model->probs, &model->losses,   &model->d_residual,
-                              &model->d_ln,    &model->d_qkv, &model->d_atty,   &model->d_fch,
-                              &model->d_fch_gelu, &model->d_logits};
-  for (size_t i = 0; i < sizeof outside_blocks / sizeof outside_blocks[0]; i++) release(outside_blocks[i]);
+  void **outside_blocks[] = {&model->encoded, &model->lnf,   &model->lnf_mean, &model->lnf_rstd,
+                             &model->logits,  &model->probs, &model->losses,   &model->d_residual,
+                             &model->d_ln,    &model->d_qkv, &model->d_atty,   &model->d_fch,
+                             &model->d_fch_gelu, &model->d_logits};
+  for (size_t i = 0; i < sizeof outside_blocks / sizeof outside_blocks[0]; i++) release(model, outside_blocks[i]);
   for (int l = 0; l < model->config.n_layer; l++) {
     block_acts_release_inner(model, l);
-    release(&model->acts[l].residual3);
+    release(model, &model->acts[l].residual3);
   }
 }
 
@@ -173,56 +197,66 @@ void gpt2_create(struct gpt2 *model, const struct gpt2_config *config, struct fs
   model->T = T;
   model->ac_every = ac_every;
   model->fsdp = fsdp;
+  model->dtype = nn_compute_dtype(fsdp->device, fsdp->mp.param_dtype);
   declare_units(model);
-  model->inputs = mem_alloc((size_t)B * T * sizeof(int), MEM_ACTIVATIONS);
-  model->targets = mem_alloc((size_t)B * T * sizeof(int), MEM_ACTIVATIONS);
+  struct stream *compute = fsdp->streams.compute;
+  model->inputs = device_alloc(fsdp->device, (size_t)B * T * sizeof(int), MEM_ACTIVATIONS, compute);
+  model->targets = device_alloc(fsdp->device, (size_t)B * T * sizeof(int), MEM_ACTIVATIONS, compute);
+  model->loss_sum = device_alloc(fsdp->device, sizeof(double), MEM_ACTIVATIONS, compute);
   model->acts = fsdp_xcalloc((size_t)config->n_layer, sizeof *model->acts);
 }
 
 void gpt2_free(struct gpt2 *model) {
   gpt2_release_activations(model);
-  mem_free(model->inputs);
-  mem_free(model->targets);
+  struct stream *compute = model->fsdp->streams.compute;
+  device_free(model->fsdp->device, model->inputs, compute);
+  device_free(model->fsdp->device, model->targets, compute);
+  device_free(model->fsdp->device, model->loss_sum, compute);
   free(model->acts);
   free(model->blocks);
   memset(model, 0, sizeof *model);
 }
 
 /* x -> x + attn(ln1(x)) -> (that) + mlp(ln2(that)) */
-static void block_forward(struct gpt2 *model, int l, const float *input) {
+static void block_forward(struct gpt2 *model, int l, void *input) {
   struct fsdp_unit *u = model->blocks[l];
   struct gpt2_block_acts *a = &model->acts[l];
-  int N = model->B * model->T, C = model->config.n_embd;
-  layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, input, fsdp_unit_param(u, BLK_LN1_W),
-                    fsdp_unit_param(u, BLK_LN1_B), N, C);
-  matmul_forward(a->qkv, a->ln1, fsdp_unit_param(u, BLK_QKV_W), fsdp_unit_param(u, BLK_QKV_B), N, C, 3 * C);
-  attention_forward(a->atty, a->att, a->qkv, model->B, model->T, C, model->config.n_head);
-  matmul_forward(a->attproj, a->atty, fsdp_unit_param(u, BLK_ATTPROJ_W), fsdp_unit_param(u, BLK_ATTPROJ_B), N, C,
-                 C);
-  residual_forward(a->residual2, input, a->attproj, N * C);
-  layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->residual2, fsdp_unit_param(u, BLK_LN2_W),
-                    fsdp_unit_param(u, BLK_LN2_B), N, C);
-  matmul_forward(a->fch, a->ln2, fsdp_unit_param(u, BLK_FC_W), fsdp_unit_param(u, BLK_FC_B), N, C, 4 * C);
-  gelu_forward(a->fch_gelu, a->fch, N * 4 * C);
-  matmul_forward(a->fcproj, a->fch_gelu, fsdp_unit_param(u, BLK_FCPROJ_W), fsdp_unit_param(u, BLK_FCPROJ_B), N,
-                 4 * C, C);
-  residual_forward(a->residual3, a->residual2, a->fcproj, N * C);
+  struct nn_ctx c = ctx(model);
+  size_t C = (size_t)model->config.n_embd;
+  struct tensor att = tensor_4d(a->att, model->dtype, (size_t)model->B, (size_t)model->config.n_head,
+                                (size_t)model->T, (size_t)model->T);
+  nn_layernorm_forward(&c, act2(model, a->ln1, C), act1(model, a->ln1_mean), act1(model, a->ln1_rstd),
+                       act2(model, input, C), fsdp_unit_param(u, BLK_LN1_W), fsdp_unit_param(u, BLK_LN1_B));
+  nn_matmul_forward(&c, act2(model, a->qkv, 3 * C), act2(model, a->ln1, C), fsdp_unit_param(u, BLK_QKV_W),
+                    fsdp_unit_param(u, BLK_QKV_B));
+  nn_attention_forward(&c, act2(model, a->atty, C), att, act2(model, a->qkv, 3 * C));
+  nn_matmul_forward(&c, act2(model, a->attproj, C), act2(model, a->atty, C), fsdp_unit_param(u, BLK_ATTPROJ_W),
+                    fsdp_unit_param(u, BLK_ATTPROJ_B));
+  nn_residual_forward(&c, act2(model, a->residual2, C), act2(model, input, C), act2(model, a->attproj, C));
+  nn_layernorm_forward(&c, act2(model, a->ln2, C), act1(model, a->ln2_mean), act1(model, a->ln2_rstd),
+                       act2(model, a->residual2, C), fsdp_unit_param(u, BLK_LN2_W), fsdp_unit_param(u, BLK_LN2_B));
+  nn_matmul_forward(&c, act2(model, a->fch, 4 * C), act2(model, a->ln2, C), fsdp_unit_param(u, BLK_FC_W),
+                    fsdp_unit_param(u, BLK_FC_B));
+  nn_gelu_forward(&c, act2(model, a->fch_gelu, 4 * C), act2(model, a->fch, 4 * C));
+  nn_matmul_forward(&c, act2(model, a->fcproj, C), act2(model, a->fch_gelu, 4 * C), fsdp_unit_param(u, BLK_FCPROJ_W),
+                    fsdp_unit_param(u, BLK_FCPROJ_B));
+  nn_residual_forward(&c, act2(model, a->residual3, C), act2(model, a->residual2, C), act2(model, a->fcproj, C));
 }
 
 void gpt2_forward(struct gpt2 *model, const int *inputs, const int *targets) {
   const struct gpt2_config *c = &model->config;
-  int B = model->B, T = model->T, C = c->n_embd, V = c->vocab_size, N = B * T;
-  size_t NC = (size_t)N * C;
+  size_t N = (size_t)model->B * model->T, C = (size_t)c->n_embd, V = (size_t)c->vocab_size;
+  struct nn_ctx k = ctx(model);
   gpt2_release_activations(model); /* of a forward without backward (an evaluation) */
-  memcpy(model->inputs, inputs, (size_t)N * sizeof(int));
-  memcpy(model->targets, targets, (size_t)N * sizeof(int));
+  device_copy_to_device(k.stream, model->inputs, inputs, N * sizeof(int));
+  device_copy_to_device(k.stream, model->targets, targets, N * sizeof(int));
 
   struct fsdp_unit *root = model->root;
   fsdp_pre_forward(model->fsdp, root);
-  model->encoded = activation(NC);
-  encoder_forward(model->encoded, inputs, fsdp_unit_param(root, ROOT_WTE), fsdp_unit_param(root, ROOT_WPE), B, T,
-                  C);
-  const float *residual = model->encoded;
+  model->encoded = activation(model, N * C);
+  nn_encoder_forward(&k, act2(model, model->encoded, C), tokens(model, model->inputs), fsdp_unit_param(root, ROOT_WTE),
+                     fsdp_unit_param(root, ROOT_WPE));
+  void *residual = model->encoded;
   for (int l = 0; l < c->n_layer; l++) {
     fsdp_pre_forward(model->fsdp, model->blocks[l]);
     block_acts_alloc(model, l);
@@ -233,93 +267,108 @@ void gpt2_forward(struct gpt2 *model, const int *inputs, const int *targets) {
     fsdp_post_forward(model->fsdp, model->blocks[l]);
     residual = model->acts[l].residual3;
   }
-  model->lnf = activation(NC);
-  model->lnf_mean = activation((size_t)N);
-  model->lnf_rstd = activation((size_t)N);
-  layernorm_forward(model->lnf, model->lnf_mean, model->lnf_rstd, residual, fsdp_unit_param(root, ROOT_LNF_W),
-                    fsdp_unit_param(root, ROOT_LNF_B), N, C);
+  model->lnf = activation(model, N * C);
+  model->lnf_mean = activation(model, N);
+  model->lnf_rstd = activation(model, N);
+  nn_layernorm_forward(&k, act2(model, model->lnf, C), act1(model, model->lnf_mean), act1(model, model->lnf_rstd),
+                       act2(model, residual, C), fsdp_unit_param(root, ROOT_LNF_W), fsdp_unit_param(root, ROOT_LNF_B));
   /* The head is tied: logits = lnf @ wte^T. */
-  model->logits = activation((size_t)N * V);
-  model->probs = activation((size_t)N * V);
-  model->losses = activation((size_t)N);
-  matmul_forward(model->logits, model->lnf, fsdp_unit_param(root, ROOT_WTE), NULL, N, C, V);
-  softmax_crossentropy_forward(model->probs, model->losses, model->logits, targets, N, V);
-  if (!model->keep_logits) release(&model->logits); /* the backward needs only probs */
+  model->logits = activation(model, N * V);
+  model->probs = activation(model, N * V);
+  model->losses = activation(model, N);
+  nn_matmul_forward(&k, act2(model, model->logits, V), act2(model, model->lnf, C), fsdp_unit_param(root, ROOT_WTE),
+                    TENSOR_NONE);
+  nn_softmax_crossentropy_forward(&k, act2(model, model->probs, V), act1(model, model->losses),
+                                  act2(model, model->logits, V), tokens(model, model->targets));
+  if (!model->keep_logits) release(model, &model->logits); /* the backward needs only probs */
   fsdp_post_forward(model->fsdp, root);
 
   double sum = 0.0;
-  for (int i = 0; i < N; i++) sum += model->losses[i];
-  model->mean_loss = (float)(sum / N);
+  device_memset(k.stream, model->loss_sum, 0, sizeof(double));
+  nn_sum(&k, tensor_1d(model->loss_sum, DTYPE_F64, 1), act1(model, model->losses));
+  device_copy_to_host(k.stream, &sum, model->loss_sum, sizeof sum);
+  stream_synchronize(k.stream);
+  model->mean_loss = (float)(sum / (double)N);
 }
-
-static void zero(float *buffer, size_t elements) { memset(buffer, 0, elements * sizeof(float)); }
 
 /* On entry d_residual holds dL/d(block output); on exit dL/d(block input). The
  * residual connections pass d_residual through unchanged, so each branch's
  * LayerNorm backward accumulates into it in place. */
-static void block_backward(struct gpt2 *model, int l, const float *input) {
+static void block_backward(struct gpt2 *model, int l, void *input) {
   struct fsdp_unit *u = model->blocks[l];
   struct gpt2_block_acts *a = &model->acts[l];
-  int N = model->B * model->T, C = model->config.n_embd;
-  size_t NC = (size_t)N * C;
+  struct nn_ctx c = ctx(model);
+  size_t N = (size_t)model->B * model->T, C = (size_t)model->config.n_embd;
+  struct tensor att = tensor_4d(a->att, model->dtype, (size_t)model->B, (size_t)model->config.n_head,
+                                (size_t)model->T, (size_t)model->T);
+  struct tensor d_residual = act2(model, model->d_residual, C), d_ln = act2(model, model->d_ln, C);
 
-  zero(model->d_fch_gelu, 4 * NC);
-  matmul_backward(model->d_fch_gelu, fsdp_unit_grad(u, BLK_FCPROJ_W), fsdp_unit_grad(u, BLK_FCPROJ_B),
-                  model->d_residual, a->fch_gelu, fsdp_unit_param(u, BLK_FCPROJ_W), N, 4 * C, C);
-  zero(model->d_fch, 4 * NC);
-  gelu_backward(model->d_fch, a->fch, model->d_fch_gelu, N * 4 * C);
-  zero(model->d_ln, NC);
-  matmul_backward(model->d_ln, fsdp_unit_grad(u, BLK_FC_W), fsdp_unit_grad(u, BLK_FC_B), model->d_fch, a->ln2,
-                  fsdp_unit_param(u, BLK_FC_W), N, C, 4 * C);
-  layernorm_backward(model->d_residual, fsdp_unit_grad(u, BLK_LN2_W), fsdp_unit_grad(u, BLK_LN2_B), model->d_ln,
-                     a->residual2, fsdp_unit_param(u, BLK_LN2_W), a->ln2_mean, a->ln2_rstd, N, C);
+  zero(model, model->d_fch_gelu, 4 * N * C);
+  nn_matmul_backward(&c, act2(model, model->d_fch_gelu, 4 * C), fsdp_unit_grad(u, BLK_FCPROJ_W),
+                     fsdp_unit_grad(u, BLK_FCPROJ_B), d_residual, act2(model, a->fch_gelu, 4 * C),
+                     fsdp_unit_param(u, BLK_FCPROJ_W));
+  zero(model, model->d_fch, 4 * N * C);
+  nn_gelu_backward(&c, act2(model, model->d_fch, 4 * C), act2(model, a->fch, 4 * C),
+                   act2(model, model->d_fch_gelu, 4 * C));
+  zero(model, model->d_ln, N * C);
+  nn_matmul_backward(&c, d_ln, fsdp_unit_grad(u, BLK_FC_W), fsdp_unit_grad(u, BLK_FC_B),
+                     act2(model, model->d_fch, 4 * C), act2(model, a->ln2, C), fsdp_unit_param(u, BLK_FC_W));
+  nn_layernorm_backward(&c, d_residual, fsdp_unit_grad(u, BLK_LN2_W), fsdp_unit_grad(u, BLK_LN2_B), d_ln,
+                        act2(model, a->residual2, C), fsdp_unit_param(u, BLK_LN2_W), act1(model, a->ln2_mean),
+                        act1(model, a->ln2_rstd));
 
-  zero(model->d_atty, NC);
-  matmul_backward(model->d_atty, fsdp_unit_grad(u, BLK_ATTPROJ_W), fsdp_unit_grad(u, BLK_ATTPROJ_B),
-                  model->d_residual, a->atty, fsdp_unit_param(u, BLK_ATTPROJ_W), N, C, C);
-  zero(model->d_qkv, 3 * NC);
-  attention_backward(model->d_qkv, model->d_atty, a->qkv, a->att, model->B, model->T, C, model->config.n_head);
-  zero(model->d_ln, NC);
-  matmul_backward(model->d_ln, fsdp_unit_grad(u, BLK_QKV_W), fsdp_unit_grad(u, BLK_QKV_B), model->d_qkv, a->ln1,
-                  fsdp_unit_param(u, BLK_QKV_W), N, C, 3 * C);
-  layernorm_backward(model->d_residual, fsdp_unit_grad(u, BLK_LN1_W), fsdp_unit_grad(u, BLK_LN1_B), model->d_ln,
-                     input, fsdp_unit_param(u, BLK_LN1_W), a->ln1_mean, a->ln1_rstd, N, C);
+  zero(model, model->d_atty, N * C);
+  nn_matmul_backward(&c, act2(model, model->d_atty, C), fsdp_unit_grad(u, BLK_ATTPROJ_W),
+                     fsdp_unit_grad(u, BLK_ATTPROJ_B), d_residual, act2(model, a->atty, C),
+                     fsdp_unit_param(u, BLK_ATTPROJ_W));
+  zero(model, model->d_qkv, 3 * N * C);
+  nn_attention_backward(&c, act2(model, model->d_qkv, 3 * C), act2(model, model->d_atty, C),
+                        act2(model, a->qkv, 3 * C), att);
+  zero(model, model->d_ln, N * C);
+  nn_matmul_backward(&c, d_ln, fsdp_unit_grad(u, BLK_QKV_W), fsdp_unit_grad(u, BLK_QKV_B),
+                     act2(model, model->d_qkv, 3 * C), act2(model, a->ln1, C), fsdp_unit_param(u, BLK_QKV_W));
+  nn_layernorm_backward(&c, d_residual, fsdp_unit_grad(u, BLK_LN1_W), fsdp_unit_grad(u, BLK_LN1_B), d_ln,
+                        act2(model, input, C), fsdp_unit_param(u, BLK_LN1_W), act1(model, a->ln1_mean),
+                        act1(model, a->ln1_rstd));
 }
 
 void gpt2_backward(struct gpt2 *model, float loss_scale) {
   const struct gpt2_config *c = &model->config;
-  int B = model->B, T = model->T, C = c->n_embd, V = c->vocab_size, L = c->n_layer, N = B * T;
-  size_t NC = (size_t)N * C;
+  size_t N = (size_t)model->B * model->T, C = (size_t)c->n_embd, V = (size_t)c->vocab_size;
+  int L = c->n_layer;
   struct fsdp_unit *root = model->root;
+  struct nn_ctx k = ctx(model);
   FSDP_CHECK(model->probs != NULL);
 
   fsdp_pre_backward(model->fsdp, root);
-  release(&model->logits);
-  release(&model->losses);
+  release(model, &model->logits);
+  release(model, &model->losses);
   /* The loss is loss_scale times the mean over the N tokens of this rank. */
-  model->d_logits = activation((size_t)N * V);
-  zero(model->d_logits, (size_t)N * V);
-  softmax_crossentropy_backward(model->d_logits, model->probs, model->targets, loss_scale / (float)N, N, V);
-  release(&model->probs);
-  model->d_ln = activation(NC);
-  zero(model->d_ln, NC);
-  matmul_backward(model->d_ln, fsdp_unit_grad(root, ROOT_WTE), NULL, model->d_logits, model->lnf,
-                  fsdp_unit_param(root, ROOT_WTE), N, C, V);
-  release(&model->d_logits);
-  release(&model->lnf);
-  model->d_residual = activation(NC);
-  zero(model->d_residual, NC);
-  layernorm_backward(model->d_residual, fsdp_unit_grad(root, ROOT_LNF_W), fsdp_unit_grad(root, ROOT_LNF_B),
-                     model->d_ln, model->acts[L - 1].residual3, fsdp_unit_param(root, ROOT_LNF_W),
-                     model->lnf_mean, model->lnf_rstd, N, C);
-  release(&model->lnf_mean);
-  release(&model->lnf_rstd);
-  model->d_qkv = activation(3 * NC);
-  model->d_atty = activation(NC);
-  model->d_fch = activation(4 * NC);
-  model->d_fch_gelu = activation(4 * NC);
+  model->d_logits = activation(model, N * V);
+  zero(model, model->d_logits, N * V);
+  nn_softmax_crossentropy_backward(&k, act2(model, model->d_logits, V), act2(model, model->probs, V),
+                                   tokens(model, model->targets), loss_scale / (float)N);
+  release(model, &model->probs);
+  model->d_ln = activation(model, N * C);
+  zero(model, model->d_ln, N * C);
+  nn_matmul_backward(&k, act2(model, model->d_ln, C), fsdp_unit_grad(root, ROOT_WTE), TENSOR_NONE,
+                     act2(model, model->d_logits, V), act2(model, model->lnf, C), fsdp_unit_param(root, ROOT_WTE));
+  release(model, &model->d_logits);
+  release(model, &model->lnf);
+  model->d_residual = activation(model, N * C);
+  zero(model, model->d_residual, N * C);
+  nn_layernorm_backward(&k, act2(model, model->d_residual, C), fsdp_unit_grad(root, ROOT_LNF_W),
+                        fsdp_unit_grad(root, ROOT_LNF_B), act2(model, model->d_ln, C),
+                        act2(model, model->acts[L - 1].residual3, C), fsdp_unit_param(root, ROOT_LNF_W),
+                        act1(model, model->lnf_mean), act1(model, model->lnf_rstd));
+  release(model, &model->lnf_mean);
+  release(model, &model->lnf_rstd);
+  model->d_qkv = activation(model, 3 * N * C);
+  model->d_atty = activation(model, N * C);
+  model->d_fch = activation(model, 4 * N * C);
+  model->d_fch_gelu = activation(model, 4 * N * C);
   for (int l = L - 1; l >= 0; l--) {
-    const float *input = l == 0 ? model->encoded : model->acts[l - 1].residual3;
+    void *input = l == 0 ? model->encoded : model->acts[l - 1].residual3;
     fsdp_pre_backward(model->fsdp, model->blocks[l]);
     if (gpt2_is_checkpointed(model, l)) {
       block_acts_alloc(model, l);
@@ -327,74 +376,11 @@ void gpt2_backward(struct gpt2 *model, float loss_scale) {
     }
     block_backward(model, l, input);
     block_acts_release_inner(model, l);
-    release(&model->acts[l].residual3);
+    release(model, &model->acts[l].residual3);
     fsdp_post_backward(model->fsdp, model->blocks[l]);
   }
-  encoder_backward(fsdp_unit_grad(root, ROOT_WTE), fsdp_unit_grad(root, ROOT_WPE), model->d_residual,
-                   model->inputs, B, T, C);
+  nn_encoder_backward(&k, fsdp_unit_grad(root, ROOT_WTE), fsdp_unit_grad(root, ROOT_WPE),
+                      act2(model, model->d_residual, C), tokens(model, model->inputs));
   gpt2_release_activations(model);
   fsdp_post_backward(model->fsdp, root);
-}
-
-/* ---- the dry run of a step for `fsdp plan`: the same hooks, and the bytes each
- * activation would take when the forward and backward above allocate and free
- * it, in the same order. ---- */
-
-static void count_activation(long long elements) { mem_count_planned(MEM_ACTIVATIONS, elements * (long long)sizeof(float)); }
-
-/* Floats of a block's forward buffers, and of its output alone. */
-static void block_act_elements(const struct gpt2 *model, long long *all, long long *output) {
-  struct gpt2_block_acts unused;
-  float **buffers[BLOCK_ACT_BUFFERS];
-  size_t elements[BLOCK_ACT_BUFFERS];
-  block_act_buffers(model, &unused, buffers, elements);
-  *all = 0;
-  for (int i = 0; i < BLOCK_ACT_BUFFERS; i++) *all += (long long)elements[i];
-  *output = (long long)elements[BLOCK_ACT_BUFFERS - 1];
-}
-
-void gpt2_dry_run_forward(struct gpt2 *model) {
-  FSDP_CHECK(model->fsdp->dry_run);
-  long long N = (long long)model->B * model->T, NC = N * model->config.n_embd, NV = N * model->config.vocab_size;
-  long long block_all, block_output;
-  block_act_elements(model, &block_all, &block_output);
-  fsdp_pre_forward(model->fsdp, model->root);
-  count_activation(NC); /* encoded */
-  for (int l = 0; l < model->config.n_layer; l++) {
-    fsdp_pre_forward(model->fsdp, model->blocks[l]);
-    count_activation(block_all);
-    if (gpt2_is_checkpointed(model, l)) count_activation(-(block_all - block_output));
-    fsdp_post_forward(model->fsdp, model->blocks[l]);
-  }
-  count_activation(NC + 2 * N); /* lnf and its statistics */
-  count_activation(2 * NV + N); /* logits, probs, losses */
-  if (!model->keep_logits) count_activation(-NV);
-  fsdp_post_forward(model->fsdp, model->root);
-}
-
-void gpt2_dry_run_backward(struct gpt2 *model) {
-  FSDP_CHECK(model->fsdp->dry_run);
-  long long N = (long long)model->B * model->T, NC = N * model->config.n_embd, NV = N * model->config.vocab_size;
-  long long block_all, block_output;
-  block_act_elements(model, &block_all, &block_output);
-  fsdp_pre_backward(model->fsdp, model->root);
-  count_activation(-(N + (model->keep_logits ? NV : 0))); /* losses, logits */
-  count_activation(NV);        /* d_logits */
-  count_activation(-NV);       /* probs */
-  count_activation(NC);        /* d_ln */
-  count_activation(-NV - NC);  /* d_logits, lnf */
-  count_activation(NC);        /* d_residual */
-  count_activation(-2 * N);    /* lnf statistics */
-  count_activation(12 * NC);   /* d_qkv, d_atty, d_fch, d_fch_gelu */
-  for (int l = model->config.n_layer - 1; l >= 0; l--) {
-    fsdp_pre_backward(model->fsdp, model->blocks[l]);
-    if (gpt2_is_checkpointed(model, l)) count_activation(block_all - block_output);
-    long long scratch = (long long)attention_backward_scratch_bytes(model->T);
-    mem_count_planned(MEM_ACTIVATIONS, scratch);
-    mem_count_planned(MEM_ACTIVATIONS, -scratch);
-    count_activation(-block_all);
-    fsdp_post_backward(model->fsdp, model->blocks[l]);
-  }
-  count_activation(-(NC + 14 * NC)); /* encoded, and every gradient buffer */
-  fsdp_post_backward(model->fsdp, model->root);
 }

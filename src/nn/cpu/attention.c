@@ -3,8 +3,7 @@
 #include <omp.h>
 #include <stddef.h>
 
-#include "fsdp/memory.h"
-#include "fsdp/nn.h"
+#include "cpu.h"
 
 /* As in gelu.c: declaring expf an OpenMP simd function lets the softmax call
  * glibc's vector expf without -ffast-math. */
@@ -23,7 +22,7 @@ static int parallel_heads(void) { return openblas_get_parallel() != 1 || openbla
  * att = softmax_causal(q k^T / sqrt(hs)), out = att @ v.
  * The scores are computed straight into att; the sgemm fills the masked upper
  * triangle too, which the softmax overwrites with 0 (cheaper than per-row gemv). */
-void attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH) {
+static void attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH) {
   int hs = C / NH;
   int C3 = 3 * C;
   float scale = 1.0f / sqrtf((float)hs);
@@ -59,18 +58,16 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int T, i
 /* For each (b, h): datt = dout v^T; dv += att^T dout;
  * dpreatt = att * (datt - rowsum(att * datt)) (softmax backward; 0 where masked);
  * dq += dpreatt k / sqrt(hs); dk += dpreatt^T q / sqrt(hs).
- * datt/dpreatt live in one T x T scratch per thread, allocated once per call. */
-size_t attention_backward_scratch_bytes(int T) {
-  return (size_t)nn_num_threads() * (size_t)T * (size_t)T * sizeof(float);
+ * datt/dpreatt live in one T x T scratch per thread (cpu_attention_backward_scratch). */
+size_t cpu_attention_backward_scratch(const struct tensor *att) {
+  return (size_t)nn_num_threads() * att->shape[2] * att->shape[3] * sizeof(float);
 }
 
-void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att, int B, int T,
-                        int C, int NH) {
-  if (!dqkv) return;
+static void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att, float *scratch,
+                               int B, int T, int C, int NH) {
   int hs = C / NH;
   int C3 = 3 * C;
   float scale = 1.0f / sqrtf((float)hs);
-  float *scratch = mem_alloc(attention_backward_scratch_bytes(T), MEM_ACTIVATIONS);
 #pragma omp parallel for collapse(2) if (parallel_heads())
   for (int b = 0; b < B; b++) {
     for (int h = 0; h < NH; h++) {
@@ -98,5 +95,17 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, scale, dpre, T, q, C3, 1.0f, dk, C3);
     }
   }
-  mem_free(scratch);
+}
+
+void cpu_attention_forward(void *p) {
+  const struct attention_args *a = p;
+  attention_forward(f32(a->out), f32(a->att), f32(a->qkv), dim(a->att, 0), dim(a->att, 2), cols(a->out),
+                    dim(a->att, 1));
+}
+
+void cpu_attention_backward(void *p) {
+  const struct attention_backward_args *a = p;
+  if (!a->dqkv.data) return;
+  attention_backward(f32(a->dqkv), f32(a->dout), f32(a->qkv), f32(a->att), a->scratch, dim(a->att, 0),
+                     dim(a->att, 2), cols(a->dout), dim(a->att, 1));
 }

@@ -1,7 +1,7 @@
 #include <math.h>
 #include <stddef.h>
 
-#include "fsdp/nn.h"
+#include "cpu.h"
 
 /* As in gelu.c: declaring expf an OpenMP simd function lets the row loop call
  * glibc's vector expf without -ffast-math. */
@@ -13,7 +13,7 @@ float expf(float x);
  * the probability underflows. probs may alias logits: each element is read
  * before it is overwritten, and x[target] is kept aside first. The sum is in
  * double since V can be 50257 terms. */
-void softmax_crossentropy_forward(float *probs, float *losses, const float *logits, const int *targets, int N,
+static void softmax_crossentropy_forward(float *probs, float *losses, const float *logits, const int *targets, int N,
                                   int V) {
 #pragma omp parallel for
   for (int i = 0; i < N; i++) {
@@ -37,7 +37,7 @@ void softmax_crossentropy_forward(float *probs, float *losses, const float *logi
 }
 
 /* dlogits[i,:] += (probs[i,:] - onehot(targets[i])) * dloss */
-void softmax_crossentropy_backward(float *dlogits, const float *probs, const int *targets, float dloss, int N,
+static void softmax_crossentropy_backward(float *dlogits, const float *probs, const int *targets, float dloss, int N,
                                    int V) {
 #pragma omp parallel for
   for (int i = 0; i < N; i++) {
@@ -46,4 +46,16 @@ void softmax_crossentropy_backward(float *dlogits, const float *probs, const int
     for (int j = 0; j < V; j++) dl[j] += p[j] * dloss;
     dl[targets[i]] -= dloss;
   }
+}
+
+void cpu_softmax_crossentropy_forward(void *p) {
+  const struct crossentropy_args *a = p;
+  softmax_crossentropy_forward(f32(a->probs), f32(a->losses), f32(a->logits), i32(a->targets), rows(a->logits),
+                               cols(a->logits));
+}
+
+void cpu_softmax_crossentropy_backward(void *p) {
+  const struct crossentropy_backward_args *a = p;
+  softmax_crossentropy_backward(f32(a->dlogits), f32(a->probs), i32(a->targets), a->dloss, rows(a->probs),
+                                cols(a->probs));
 }

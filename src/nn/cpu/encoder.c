@@ -1,9 +1,9 @@
 #include <stddef.h>
 
-#include "fsdp/nn.h"
+#include "cpu.h"
 
 /* out[b,t,:] = wte[inp[b,t],:] + wpe[t,:] */
-void encoder_forward(float *out, const int *inp, const float *wte, const float *wpe, int B, int T, int C) {
+static void encoder_forward(float *out, const int *inp, const float *wte, const float *wpe, int B, int T, int C) {
 #pragma omp parallel for
   for (int bt = 0; bt < B * T; bt++) {
     float *o = out + (size_t)bt * C;
@@ -16,7 +16,7 @@ void encoder_forward(float *out, const int *inp, const float *wte, const float *
 /* dwte[inp[b,t],:] += dout[b,t,:]; dwpe[t,:] += sum_b dout[b,t,:].
  * Serial over rows: a token may repeat, so rows of dwte would race. The loop is
  * a few B*T*C additions, negligible next to the matmuls. */
-void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp, int B, int T, int C) {
+static void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp, int B, int T, int C) {
   for (int bt = 0; bt < B * T; bt++) {
     const float *d = dout + (size_t)bt * C;
     if (dwte) {
@@ -28,4 +28,16 @@ void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *in
       for (int c = 0; c < C; c++) dpe[c] += d[c];
     }
   }
+}
+
+void cpu_encoder_forward(void *p) {
+  const struct encoder_args *a = p;
+  encoder_forward(f32(a->out), i32(a->inp), f32(a->wte), f32(a->wpe), dim(a->inp, 0), dim(a->inp, 1),
+                  dim(a->wte, 1));
+}
+
+void cpu_encoder_backward(void *p) {
+  const struct encoder_backward_args *a = p;
+  encoder_backward(f32_or_null(a->dwte), f32_or_null(a->dwpe), f32(a->dout), i32(a->inp), dim(a->inp, 0),
+                   dim(a->inp, 1), (int)tensor_cols(&a->dout));
 }

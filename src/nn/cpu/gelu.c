@@ -1,7 +1,7 @@
 #include <math.h>
 #include <stddef.h>
 
-#include "fsdp/nn.h"
+#include "cpu.h"
 
 #define GELU_SCALE 0.7978845608028654f /* sqrt(2 / pi) */
 #define GELU_CUBE 0.044715f
@@ -14,7 +14,7 @@
 float tanhf(float x);
 
 /* out = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3) */
-void gelu_forward(float *out, const float *inp, int N) {
+static void gelu_forward(float *out, const float *inp, int N) {
 #pragma omp parallel for simd
   for (int i = 0; i < N; i++) {
     float x = inp[i];
@@ -24,7 +24,7 @@ void gelu_forward(float *out, const float *inp, int N) {
 }
 
 /* d out / dx = 0.5 (1 + tanh u) + 0.5 x sech^2(u) sqrt(2/pi) (1 + 3 * 0.044715 x^2) */
-void gelu_backward(float *dinp, const float *inp, const float *dout, int N) {
+static void gelu_backward(float *dinp, const float *inp, const float *dout, int N) {
 #pragma omp parallel for simd
   for (int i = 0; i < N; i++) {
     float x = inp[i];
@@ -34,4 +34,14 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, int N) {
     float grad = 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_SCALE * (1.0f + 3.0f * GELU_CUBE * x * x);
     dinp[i] += grad * dout[i];
   }
+}
+
+void cpu_gelu_forward(void *p) {
+  const struct gelu_args *a = p;
+  gelu_forward(f32(a->out), f32(a->inp), numel(a->inp));
+}
+
+void cpu_gelu_backward(void *p) {
+  const struct gelu_backward_args *a = p;
+  gelu_backward(f32(a->dinp), f32(a->inp), f32(a->dout), numel(a->inp));
 }

@@ -1,7 +1,7 @@
 #include <math.h>
 #include <stddef.h>
 
-#include "fsdp/nn.h"
+#include "cpu.h"
 
 #define LN_EPS 1e-5f
 /* Columns per task in the weight/bias gradient: each task owns a block of
@@ -11,7 +11,7 @@
 /* mean = sum(x) / C, var = sum((x - mean)^2) / C (biased, as PyTorch),
  * rstd = 1 / sqrt(var + eps), out = (x - mean) * rstd * weight + bias.
  * Two passes over the row: var from centred values does not cancel. */
-void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
+static void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
                        const float *bias, int N, int C) {
 #pragma omp parallel for
   for (int i = 0; i < N; i++) {
@@ -33,7 +33,7 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, c
 /* With norm = (x - mean) * rstd and dnorm = dout * weight:
  * dbias += sum_rows dout, dweight += sum_rows dout * norm,
  * dx += rstd * (dnorm - mean(dnorm) - norm * mean(dnorm * norm)). */
-void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+static void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                         const float *weight, const float *mean, const float *rstd, int N, int C) {
   if (dinp) {
 #pragma omp parallel for
@@ -73,4 +73,16 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
       }
     }
   }
+}
+
+void cpu_layernorm_forward(void *p) {
+  const struct layernorm_args *a = p;
+  layernorm_forward(f32(a->out), f32(a->mean), f32(a->rstd), f32(a->inp), f32(a->weight), f32(a->bias), rows(a->inp),
+                    cols(a->inp));
+}
+
+void cpu_layernorm_backward(void *p) {
+  const struct layernorm_backward_args *a = p;
+  layernorm_backward(f32_or_null(a->dinp), f32_or_null(a->dweight), f32_or_null(a->dbias), f32(a->dout), f32(a->inp),
+                     f32(a->weight), f32(a->mean), f32(a->rstd), rows(a->inp), cols(a->inp));
 }

@@ -1,7 +1,7 @@
 #include <cblas.h>
 #include <stddef.h>
 
-#include "fsdp/nn.h"
+#include "cpu.h"
 
 /* Columns per task in the bias gradient, as in layernorm_backward: a thread owns
  * its columns, so no accumulator is shared and rows are read contiguously. */
@@ -9,7 +9,7 @@
 
 /* out (N, OC) = inp (N, C) @ weight^T (C, OC) + bias.
  * The bias is broadcast into out first so that one sgemm with beta = 1 adds the product. */
-void matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC) {
+static void matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC) {
   if (bias) {
 #pragma omp parallel for
     for (int i = 0; i < N; i++) {
@@ -23,7 +23,7 @@ void matmul_forward(float *out, const float *inp, const float *weight, const flo
 
 /* dinp (N, C) += dout (N, OC) @ weight (OC, C); dweight (OC, C) += dout^T @ inp;
  * dbias (OC) += column sums of dout. */
-void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+static void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                      const float *weight, int N, int C, int OC) {
   if (dinp)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight, C, 1.0f, dinp, C);
@@ -41,4 +41,16 @@ void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dou
       }
     }
   }
+}
+
+void cpu_matmul_forward(void *p) {
+  const struct matmul_args *a = p;
+  matmul_forward(f32(a->out), f32(a->inp), f32(a->weight), f32_or_null(a->bias), rows(a->inp), cols(a->inp),
+                 dim(a->weight, 0));
+}
+
+void cpu_matmul_backward(void *p) {
+  const struct matmul_backward_args *a = p;
+  matmul_backward(f32_or_null(a->dinp), f32_or_null(a->dweight), f32_or_null(a->dbias), f32(a->dout), f32(a->inp),
+                  f32(a->weight), rows(a->inp), cols(a->inp), dim(a->weight, 0));
 }

@@ -1,0 +1,36 @@
+/* Private to src/cli: one training run, on any device. `fsdp train` runs it on the
+ * cpu (or cuda) device over the MPI world; `fsdp plan` runs the very same steps on the
+ * meta device over a meta group, so that the plan is what training allocates. */
+#ifndef FSDP_CLI_TRAINER_H
+#define FSDP_CLI_TRAINER_H
+
+#include "fsdp/cli.h"
+
+struct loss_scaler {
+  float scale;     /* 0: off */
+  int good_steps;  /* in a row without overflow */
+};
+
+struct trainer {
+  struct train_options opt;
+  struct device *device;
+  struct comm_group *group;
+  int rank, world_size, B, T;
+  int planning; /* `fsdp plan`: no data is loaded or sampled, nothing validated or logged */
+  struct token_data data;
+  struct token_split train, val;
+  struct fsdp_model fsdp;
+  struct gpt2 model;
+  int *inputs, *targets; /* host memory: the loader's, outside the device's accounting */
+  FILE *log;
+  struct loss_scaler scaler;
+  int optimizer_steps; /* steps taken, skipped ones left out: AdamW's bias correction counts these */
+};
+
+/* Creates the model on device, sharded over group, and loads --data unless planning. */
+void trainer_setup(struct trainer *t, const struct train_options *o, struct device *device, struct comm_group *group,
+                   int planning);
+void trainer_step(struct trainer *t, int step, struct step_metrics *m);
+void trainer_teardown(struct trainer *t);
+
+#endif

@@ -1,0 +1,151 @@
+/* What every device shares: opening one, and the stream, event and copy calls, which go
+ * to the device's backend. */
+#include "fsdp/device.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "fsdp/error.h"
+
+static const char *const KIND_NAMES[] = {[DEVICE_CPU] = "cpu", [DEVICE_CUDA] = "cuda", [DEVICE_META] = "meta"};
+
+static void device_init(struct device *d, const struct device_backend *backend, enum device_kind target) {
+  memset(d, 0, sizeof *d);
+  d->backend = backend;
+  d->target = target;
+  pthread_mutex_init(&d->tracker.lock, NULL);
+  pthread_mutex_init(&d->cache_lock, NULL);
+}
+
+static struct device cpu_device;
+static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
+static void cpu_device_init(void) { device_init(&cpu_device, &CPU_BACKEND, DEVICE_CPU); }
+
+struct device *device_cpu(void) {
+  pthread_once(&cpu_once, cpu_device_init);
+  return &cpu_device;
+}
+
+struct device *device_open(enum device_kind kind, enum device_kind target) {
+  if (kind == DEVICE_CPU) return device_cpu();
+  const struct device_backend *backend = &META_BACKEND;
+  if (kind == DEVICE_CUDA) {
+    backend = cuda_backend();
+    if (!backend)
+      fsdp_fatal("--device cuda: this fsdp was built without CUDA (configure with -DFSDP_CUDA=ON where nvcc is "
+                 "installed)");
+    char why[256];
+    if (!cuda_device_available(why, sizeof why)) fsdp_fatal("--device cuda: no GPU can be used: %s", why);
+    target = DEVICE_CUDA;
+  } else if (target == DEVICE_META) {
+    fsdp_fatal("a meta device plans for cpu or cuda, not for meta");
+  }
+  struct device *d = fsdp_xmalloc(sizeof *d);
+  device_init(d, backend, target);
+  return d;
+}
+
+void device_close(struct device *d) {
+  if (d == &cpu_device) return;
+  device_empty_cache(d);
+  pthread_mutex_destroy(&d->tracker.lock);
+  pthread_mutex_destroy(&d->cache_lock);
+  free(d);
+}
+
+enum device_kind device_kind(const struct device *d) { return d->backend->kind; }
+enum device_kind device_target(const struct device *d) { return d->target; }
+const char *device_name(const struct device *d) { return d->backend->name; }
+int device_computes(const struct device *d) { return d->backend->computes; }
+
+int device_kind_parse(const char *name) {
+  for (int k = 0; k < (int)(sizeof KIND_NAMES / sizeof KIND_NAMES[0]); k++)
+    if (strcmp(name, KIND_NAMES[k]) == 0) return k;
+  return -1;
+}
+
+static struct stream *stream_new(struct device *d, const char *name, int host) {
+  struct stream *s = fsdp_xcalloc(1, sizeof *s);
+  s->device = d;
+  snprintf(s->name, sizeof s->name, "%s", name);
+  s->track = trace_track(s->name);
+  s->is_host = host;
+  s->impl = d->backend->stream_create(s, host);
+  return s;
+}
+
+struct stream *device_stream_create(struct device *d, const char *name) { return stream_new(d, name, 0); }
+struct stream *device_host_stream_create(struct device *d, const char *name) { return stream_new(d, name, 1); }
+
+void stream_destroy(struct stream *s) {
+  s->device->backend->stream_destroy(s);
+  free(s);
+}
+
+const char *stream_name(const struct stream *s) { return s->name; }
+struct device *stream_device(const struct stream *s) { return s->device; }
+int stream_is_host(const struct stream *s) { return s->is_host; }
+
+void stream_launch(struct stream *s, const char *label, void (*fn)(void *arg), const void *arg, size_t arg_bytes) {
+  if (!s->device->backend->computes) return;
+  s->device->backend->stream_launch(s, label, fn, arg, arg_bytes);
+}
+
+static void check_same_device(const struct stream *s, const struct event *e) {
+  if (s->device->backend != e->device->backend)
+    fsdp_fatal("stream '%s' (%s) cannot wait for an event of device %s", s->name, s->device->backend->name,
+               e->device->backend->name);
+}
+
+void stream_wait_event(struct stream *s, struct event *e) {
+  check_same_device(s, e);
+  s->device->backend->stream_wait_event(s, e);
+}
+
+void stream_synchronize(struct stream *s) { s->device->backend->stream_synchronize(s); }
+
+void stream_get_times(struct stream *s, struct stream_times *out) { s->device->backend->stream_times(s, out, 0); }
+
+void stream_reset_times(struct stream *s) {
+  struct stream_times unused;
+  s->device->backend->stream_times(s, &unused, 1);
+}
+
+struct event *event_create(struct device *d) {
+  struct event *e = fsdp_xcalloc(1, sizeof *e);
+  e->device = d;
+  e->impl = d->backend->event_create(d);
+  return e;
+}
+
+void event_destroy(struct event *e) {
+  if (!e) return;
+  e->device->backend->event_destroy(e);
+  free(e);
+}
+
+void event_record(struct event *e, struct stream *s) {
+  check_same_device(s, e);
+  e->device->backend->event_record(e, s);
+}
+
+int event_query(const struct event *e) { return e->device->backend->event_query(e); }
+void event_synchronize(struct event *e) { e->device->backend->event_synchronize(e); }
+
+void device_copy_to_device(struct stream *s, void *dst, const void *host_src, size_t bytes) {
+  if (bytes) s->device->backend->copy(s, dst, host_src, bytes, 1, 0);
+}
+
+void device_copy_to_host(struct stream *s, void *host_dst, const void *src, size_t bytes) {
+  if (bytes) s->device->backend->copy(s, host_dst, src, bytes, 0, 1);
+}
+
+void device_copy(struct stream *s, void *dst, const void *src, size_t bytes) {
+  if (bytes) s->device->backend->copy(s, dst, src, bytes, 1, 1);
+}
+
+void device_memset(struct stream *s, void *dst, int byte, size_t bytes) {
+  if (bytes) s->device->backend->memset(s, dst, byte, bytes);
+}

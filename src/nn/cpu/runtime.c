@@ -1,0 +1,100 @@
+/* The runtime's kernels on the CPU. They run on the comm streams' threads as well as on
+ * the compute thread, so they are single-threaded loops: an OpenMP team of their own
+ * would fight the compute thread's for the cores. */
+#include <math.h>
+#include <string.h>
+
+#include "cpu.h"
+#include "fsdp/rng.h"
+
+static int is_16bit(enum dtype d) { return d == DTYPE_BF16 || d == DTYPE_F16; }
+
+/* In place, the 16-bit side overlaps the fp32 side as nn_cast says (dtype.h's in-place
+ * conversions); out of place any pair of fp32, bf16, fp16. */
+void cpu_cast(void *p) {
+  const struct cast_args *a = p;
+  size_t n = tensor_numel(&a->dst);
+  enum dtype from = a->src.dtype, to = a->dst.dtype;
+  if (from == to) {
+    if (a->dst.data != a->src.data) memmove(a->dst.data, a->src.data, tensor_bytes(&a->dst));
+  } else if (from == DTYPE_F32 && is_16bit(to)) {
+    if (a->dst.data == a->src.data)
+      dtype_pack_in_place(to, a->dst.data, n);
+    else
+      dtype_pack(to, a->src.data, a->dst.data, n);
+  } else if (is_16bit(from) && to == DTYPE_F32) {
+    if ((char *)a->src.data == (char *)a->dst.data + 2 * n)
+      dtype_unpack_upper_in_place(from, a->dst.data, n);
+    else
+      dtype_unpack(from, a->src.data, a->dst.data, n);
+  } else {
+    fsdp_fatal("nn_cast: no cast from %s to %s", dtype_name(from), dtype_name(to));
+  }
+}
+
+void cpu_round(void *p) {
+  const struct round_args *a = p;
+  dtype_round(a->dtype, f32(a->x), tensor_numel(&a->x));
+}
+
+void cpu_add(void *p) {
+  const struct add_args *a = p;
+  float *y = f32(a->y);
+  const float *x = f32(a->x);
+  for (size_t i = 0, n = tensor_numel(&a->y); i < n; i++) y[i] += x[i];
+}
+
+void cpu_scale(void *p) {
+  const struct scale_args *a = p;
+  float *x = f32(a->x);
+  for (size_t i = 0, n = tensor_numel(&a->x); i < n; i++) x[i] *= a->scale;
+}
+
+static double *f64_scalar(struct tensor t) {
+  FSDP_CHECK(t.dtype == DTYPE_F64 && tensor_numel(&t) == 1);
+  return t.data;
+}
+
+void cpu_sum(void *p) {
+  const struct sum_args *a = p;
+  const float *x = f32(a->x);
+  double sum = 0.0;
+  for (size_t i = 0, n = tensor_numel(&a->x); i < n; i++) sum += x[i];
+  *f64_scalar(a->sum) += sum;
+}
+
+void cpu_sum_squares(void *p) {
+  const struct sum_args *a = p;
+  const float *x = f32(a->x);
+  double sum = 0.0;
+  for (size_t i = 0, n = tensor_numel(&a->x); i < n; i++) sum += (double)x[i] * x[i];
+  *f64_scalar(a->sum) += sum;
+}
+
+void cpu_fill(void *p) {
+  const struct fill_args *a = p;
+  float *x = f32(a->x);
+  for (size_t i = 0, n = tensor_numel(&a->x); i < n; i++) x[i] = a->value;
+}
+
+void cpu_init_normal(void *p) {
+  const struct init_normal_args *a = p;
+  float *x = f32(a->x);
+  for (size_t i = 0, n = tensor_numel(&a->x); i < n; i++) x[i] = a->std * rng_normal(a->seed, a->stream, a->first + i);
+}
+
+void cpu_adamw(void *p) {
+  const struct adamw_args *a = p;
+  const struct nn_adamw *h = &a->h;
+  float decay = 1.0f - h->lr * h->weight_decay;
+  float step_size = h->lr / h->bias_correction1;
+  float *param = f32(a->param), *m = f32(a->m), *v = f32(a->v);
+  const float *grad = f32(a->grad);
+  for (size_t i = 0, n = tensor_numel(&a->param); i < n; i++) {
+    float g = grad[i];
+    param[i] *= decay;
+    m[i] = h->beta1 * m[i] + (1.0f - h->beta1) * g;
+    v[i] = h->beta2 * v[i] + (1.0f - h->beta2) * g * g;
+    param[i] -= step_size * m[i] / (sqrtf(v[i]) / h->bias_correction2_sqrt + h->eps);
+  }
+}

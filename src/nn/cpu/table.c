@@ -1,0 +1,35 @@
+#include "cpu.h"
+
+/* fp32 on the CPU: 16-bit parameters are computed on from their rounded fp32 values. */
+static enum dtype cpu_compute_dtype(enum dtype param_dtype) {
+  (void)param_dtype;
+  return DTYPE_F32;
+}
+
+const struct nn_backend NN_CPU = {
+    .name = "cpu",
+    .compute_dtype = cpu_compute_dtype,
+    .attention_backward_scratch = cpu_attention_backward_scratch,
+    .encoder_forward = cpu_encoder_forward,
+    .encoder_backward = cpu_encoder_backward,
+    .layernorm_forward = cpu_layernorm_forward,
+    .layernorm_backward = cpu_layernorm_backward,
+    .matmul_forward = cpu_matmul_forward,
+    .matmul_backward = cpu_matmul_backward,
+    .attention_forward = cpu_attention_forward,
+    .attention_backward = cpu_attention_backward,
+    .gelu_forward = cpu_gelu_forward,
+    .gelu_backward = cpu_gelu_backward,
+    .residual_forward = cpu_residual_forward,
+    .softmax_crossentropy_forward = cpu_softmax_crossentropy_forward,
+    .softmax_crossentropy_backward = cpu_softmax_crossentropy_backward,
+    .cast = cpu_cast,
+    .round = cpu_round,
+    .add = cpu_add,
+    .scale = cpu_scale,
+    .sum = cpu_sum,
+    .sum_squares = cpu_sum_squares,
+    .fill = cpu_fill,
+    .init_normal = cpu_init_normal,
+    .adamw = cpu_adamw,
+};

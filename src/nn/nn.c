@@ -1,0 +1,137 @@
+/* The one entry point of every op: find the device's backend, pack the arguments, launch
+ * them on the context's stream. A meta device plans for a real one, so its scratch sizes
+ * and compute dtype are the real backend's, and its launches are dropped (stream_launch). */
+#include "fsdp/nn.h"
+
+#include "fsdp/device.h"
+#include "fsdp/error.h"
+#include "ops.h"
+
+static const struct nn_backend *backend_for(enum device_kind kind) {
+  const struct nn_backend *b = kind == DEVICE_CUDA ? nn_cuda_backend() : &NN_CPU;
+  if (!b) fsdp_fatal("nn: this fsdp was built without the cuda kernels");
+  return b;
+}
+
+static const struct nn_backend *backend_of(const struct device *d) { return backend_for(device_target(d)); }
+
+enum dtype nn_compute_dtype(const struct device *d, enum dtype param_dtype) {
+  return backend_of(d)->compute_dtype(param_dtype);
+}
+
+static void launch(const struct nn_ctx *c, const char *name, nn_kernel kernel, const void *args, size_t bytes) {
+  if (!kernel) fsdp_fatal("nn: kernel %s is not implemented on device %s", name, device_name(c->device));
+  stream_launch(c->stream, name, kernel, args, bytes);
+}
+
+#define LAUNCH(c, op, ...)                                      \
+  do {                                                          \
+    struct op##_args args_ = {__VA_ARGS__};                     \
+    launch(c, #op, backend_of((c)->device)->op, &args_, sizeof args_); \
+  } while (0)
+
+/* Ops whose argument struct is named after a shorter stem. */
+#define LAUNCH_AS(c, op, stem, ...)                             \
+  do {                                                          \
+    struct stem##_args args_ = {__VA_ARGS__};                   \
+    launch(c, #op, backend_of((c)->device)->op, &args_, sizeof args_); \
+  } while (0)
+
+void nn_encoder_forward(const struct nn_ctx *c, struct tensor out, struct tensor inp, struct tensor wte,
+                        struct tensor wpe) {
+  LAUNCH_AS(c, encoder_forward, encoder, out, inp, wte, wpe);
+}
+
+void nn_encoder_backward(const struct nn_ctx *c, struct tensor dwte, struct tensor dwpe, struct tensor dout,
+                         struct tensor inp) {
+  LAUNCH(c, encoder_backward, dwte, dwpe, dout, inp);
+}
+
+void nn_layernorm_forward(const struct nn_ctx *c, struct tensor out, struct tensor mean, struct tensor rstd,
+                          struct tensor inp, struct tensor weight, struct tensor bias) {
+  LAUNCH_AS(c, layernorm_forward, layernorm, out, mean, rstd, inp, weight, bias);
+}
+
+void nn_layernorm_backward(const struct nn_ctx *c, struct tensor dinp, struct tensor dweight, struct tensor dbias,
+                           struct tensor dout, struct tensor inp, struct tensor weight, struct tensor mean,
+                           struct tensor rstd) {
+  LAUNCH(c, layernorm_backward, dinp, dweight, dbias, dout, inp, weight, mean, rstd);
+}
+
+void nn_matmul_forward(const struct nn_ctx *c, struct tensor out, struct tensor inp, struct tensor weight,
+                       struct tensor bias) {
+  LAUNCH_AS(c, matmul_forward, matmul, out, inp, weight, bias);
+}
+
+void nn_matmul_backward(const struct nn_ctx *c, struct tensor dinp, struct tensor dweight, struct tensor dbias,
+                        struct tensor dout, struct tensor inp, struct tensor weight) {
+  LAUNCH(c, matmul_backward, dinp, dweight, dbias, dout, inp, weight);
+}
+
+void nn_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor att, struct tensor qkv) {
+  LAUNCH_AS(c, attention_forward, attention, out, att, qkv);
+}
+
+/* The scratch is allocated and freed in stream order around the op: no other op of the
+ * stream can be given it before this one is done with it. */
+void nn_attention_backward(const struct nn_ctx *c, struct tensor dqkv, struct tensor dout, struct tensor qkv,
+                           struct tensor att) {
+  size_t bytes = backend_of(c->device)->attention_backward_scratch(&att);
+  void *scratch = device_alloc(c->device, bytes, MEM_ACTIVATIONS, c->stream);
+  LAUNCH(c, attention_backward, dqkv, dout, qkv, att, scratch);
+  device_free(c->device, scratch, c->stream);
+}
+
+void nn_gelu_forward(const struct nn_ctx *c, struct tensor out, struct tensor inp) {
+  LAUNCH_AS(c, gelu_forward, gelu, out, inp);
+}
+
+void nn_gelu_backward(const struct nn_ctx *c, struct tensor dinp, struct tensor inp, struct tensor dout) {
+  LAUNCH(c, gelu_backward, dinp, inp, dout);
+}
+
+void nn_residual_forward(const struct nn_ctx *c, struct tensor out, struct tensor a, struct tensor b) {
+  LAUNCH_AS(c, residual_forward, residual, out, a, b);
+}
+
+void nn_softmax_crossentropy_forward(const struct nn_ctx *c, struct tensor probs, struct tensor losses,
+                                     struct tensor logits, struct tensor targets) {
+  LAUNCH_AS(c, softmax_crossentropy_forward, crossentropy, probs, losses, logits, targets);
+}
+
+void nn_softmax_crossentropy_backward(const struct nn_ctx *c, struct tensor dlogits, struct tensor probs,
+                                      struct tensor targets, float dloss) {
+  LAUNCH_AS(c, softmax_crossentropy_backward, crossentropy_backward, dlogits, probs, targets, dloss);
+}
+
+void nn_cast(const struct nn_ctx *c, struct tensor dst, struct tensor src) {
+  FSDP_CHECK(tensor_numel(&dst) == tensor_numel(&src));
+  LAUNCH(c, cast, dst, src);
+}
+
+void nn_round(const struct nn_ctx *c, struct tensor x, enum dtype dtype) { LAUNCH(c, round, x, dtype); }
+
+void nn_add(const struct nn_ctx *c, struct tensor y, struct tensor x) {
+  FSDP_CHECK(tensor_numel(&y) == tensor_numel(&x));
+  LAUNCH(c, add, y, x);
+}
+
+void nn_scale(const struct nn_ctx *c, struct tensor x, float scale) { LAUNCH(c, scale, x, scale); }
+
+void nn_sum(const struct nn_ctx *c, struct tensor sum, struct tensor x) { LAUNCH(c, sum, sum, x); }
+
+void nn_sum_squares(const struct nn_ctx *c, struct tensor sum, struct tensor x) {
+  LAUNCH_AS(c, sum_squares, sum, sum, x);
+}
+
+void nn_fill(const struct nn_ctx *c, struct tensor x, float value) { LAUNCH(c, fill, x, value); }
+
+void nn_init_normal(const struct nn_ctx *c, struct tensor x, uint64_t seed, uint64_t stream, uint64_t first,
+                    float std) {
+  LAUNCH(c, init_normal, x, seed, stream, first, std);
+}
+
+void nn_adamw(const struct nn_ctx *c, struct tensor param, struct tensor grad, struct tensor m, struct tensor v,
+              const struct nn_adamw *h) {
+  LAUNCH(c, adamw, param, grad, m, v, *h);
+}

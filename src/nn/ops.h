@@ -1,0 +1,52 @@
+/* Private to src/nn: the table each backend fills (cpu/, cuda/) and the argument of each
+ * op, which nn.c packs and launches on the op's stream. An entry takes its op's argument
+ * struct as void *, so that one launch path serves every op. */
+#ifndef FSDP_NN_OPS_H
+#define FSDP_NN_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fsdp/nn.h"
+
+struct encoder_args { struct tensor out, inp, wte, wpe; };
+struct encoder_backward_args { struct tensor dwte, dwpe, dout, inp; };
+struct layernorm_args { struct tensor out, mean, rstd, inp, weight, bias; };
+struct layernorm_backward_args { struct tensor dinp, dweight, dbias, dout, inp, weight, mean, rstd; };
+struct matmul_args { struct tensor out, inp, weight, bias; };
+struct matmul_backward_args { struct tensor dinp, dweight, dbias, dout, inp, weight; };
+struct attention_args { struct tensor out, att, qkv; };
+/* scratch: attention_backward_scratch bytes from the device's allocator. */
+struct attention_backward_args { struct tensor dqkv, dout, qkv, att; void *scratch; };
+struct gelu_args { struct tensor out, inp; };
+struct gelu_backward_args { struct tensor dinp, inp, dout; };
+struct residual_args { struct tensor out, a, b; };
+struct crossentropy_args { struct tensor probs, losses, logits, targets; };
+struct crossentropy_backward_args { struct tensor dlogits, probs, targets; float dloss; };
+struct cast_args { struct tensor dst, src; };
+struct round_args { struct tensor x; enum dtype dtype; };
+struct add_args { struct tensor y, x; };
+struct scale_args { struct tensor x; float scale; };
+struct sum_args { struct tensor sum, x; };
+struct fill_args { struct tensor x; float value; };
+struct init_normal_args { struct tensor x; uint64_t seed, stream, first; float std; };
+struct adamw_args { struct tensor param, grad, m, v; struct nn_adamw h; };
+
+typedef void (*nn_kernel)(void *args);
+
+struct nn_backend {
+  const char *name;
+  enum dtype (*compute_dtype)(enum dtype param_dtype);
+  /* Bytes of scratch attention_backward needs for att's shape (B, NH, T, T). */
+  size_t (*attention_backward_scratch)(const struct tensor *att);
+  nn_kernel encoder_forward, encoder_backward, layernorm_forward, layernorm_backward, matmul_forward,
+      matmul_backward, attention_forward, attention_backward, gelu_forward, gelu_backward, residual_forward,
+      softmax_crossentropy_forward, softmax_crossentropy_backward, cast, round, add, scale, sum, sum_squares, fill,
+      init_normal, adamw;
+};
+
+extern const struct nn_backend NN_CPU;
+/* NULL in a build without CUDA. */
+const struct nn_backend *nn_cuda_backend(void);
+
+#endif
