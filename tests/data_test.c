@@ -7,19 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "fsdp/cli.h"
-
-static int failures;
-
-#define EXPECT(cond, ...)                                     \
-  do {                                                        \
-    if (!(cond)) {                                            \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);    \
-      fprintf(stderr, __VA_ARGS__);                           \
-      fprintf(stderr, "\n");                                  \
-      failures++;                                             \
-    }                                                         \
-  } while (0)
 
 static char temp_dir[] = "/tmp/fsdp_data_test_XXXXXX";
 
@@ -308,10 +297,5 @@ int main(void) {
   test_batch_start_range();
   test_bad_files();
   remove_temp_files();
-  if (failures) {
-    fprintf(stderr, "data_test: %d check(s) failed\n", failures);
-    return 1;
-  }
-  printf("data_test: all checks passed\n");
-  return 0;
+  return check_summary("data_test");
 }

@@ -4,33 +4,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "fsdp/flat_param.h"
 #include "fsdp/rng.h"
-
-static int failures;
-
-#define EXPECT(cond, ...)                         \
-  do {                                            \
-    if (!(cond)) {                                \
-      fprintf(stderr, "FAIL: " __VA_ARGS__);      \
-      fputc('\n', stderr);                        \
-      failures++;                                 \
-      return;                                     \
-    }                                             \
-  } while (0)
 
 static void check_layout(const struct param_spec *specs, int n, int world) {
   struct flat_layout l;
   flat_layout_init(&l, specs, n, world);
   size_t numel = 0;
   for (int p = 0; p < n; p++) {
-    EXPECT(l.params[p].offset == numel, "param %d offset %zu, expected %zu", p, l.params[p].offset, numel);
+    ASSERT(l.params[p].offset == numel, "param %d offset %zu, expected %zu", p, l.params[p].offset, numel);
     numel += l.params[p].numel;
   }
-  EXPECT(l.numel == numel, "numel %zu, expected %zu", l.numel, numel);
-  EXPECT(l.padded == l.shard * (size_t)world, "padded %zu != world %d * shard %zu", l.padded, world, l.shard);
-  EXPECT(l.shard % FLAT_ALIGN == 0, "shard %zu not a multiple of %d", l.shard, FLAT_ALIGN);
-  EXPECT(l.padded >= numel && l.padded - numel < (size_t)world * FLAT_ALIGN,
+  ASSERT(l.numel == numel, "numel %zu, expected %zu", l.numel, numel);
+  ASSERT(l.padded == l.shard * (size_t)world, "padded %zu != world %d * shard %zu", l.padded, world, l.shard);
+  ASSERT(l.shard % FLAT_ALIGN == 0, "shard %zu not a multiple of %d", l.shard, FLAT_ALIGN);
+  ASSERT(l.padded >= numel && l.padded - numel < (size_t)world * FLAT_ALIGN,
          "padding %zu for numel %zu at world %d is not minimal", l.padded - numel, numel, world);
 
   unsigned char *covered = calloc(numel ? numel : 1, 1);
@@ -38,20 +27,20 @@ static void check_layout(const struct param_spec *specs, int n, int world) {
     size_t owned_in_shard = 0;
     for (int p = 0; p < n; p++) {
       struct owned_range o = flat_layout_owned(&l, p, r);
-      EXPECT(o.begin <= o.end && o.end <= l.params[p].numel, "rank %d param %d range [%zu,%zu) out of bounds", r, p,
+      ASSERT(o.begin <= o.end && o.end <= l.params[p].numel, "rank %d param %d range [%zu,%zu) out of bounds", r, p,
              o.begin, o.end);
       for (size_t i = o.begin; i < o.end; i++) {
         size_t flat = l.params[p].offset + i;
-        EXPECT((size_t)r * l.shard + o.shard_offset + (i - o.begin) == flat,
+        ASSERT((size_t)r * l.shard + o.shard_offset + (i - o.begin) == flat,
                "rank %d param %d element %zu maps to the wrong shard slot", r, p, i);
         covered[flat]++;
       }
       owned_in_shard += o.end - o.begin;
     }
-    EXPECT(owned_in_shard <= l.shard, "rank %d owns %zu elements in a shard of %zu", r, owned_in_shard, l.shard);
+    ASSERT(owned_in_shard <= l.shard, "rank %d owns %zu elements in a shard of %zu", r, owned_in_shard, l.shard);
   }
   for (size_t i = 0; i < numel; i++)
-    EXPECT(covered[i] == 1, "world %d: flat element %zu covered %d times", world, i, covered[i]);
+    ASSERT(covered[i] == 1, "world %d: flat element %zu covered %d times", world, i, covered[i]);
   free(covered);
   flat_layout_free(&l);
 }
@@ -71,6 +60,6 @@ int main(void) {
     }
     for (int world = 1; world <= 8; world++) check_layout(specs, n, world);
   }
-  printf("flat_param: %d shape sets x world sizes 1..8, %d failures\n", SHAPE_SETS, failures);
-  return failures ? 1 : 0;
+  printf("flat_param: %d shape sets x world sizes 1..8, %d failures\n", SHAPE_SETS, check_failures);
+  return check_failures ? 1 : 0;
 }

@@ -9,11 +9,11 @@
  * buffers' lifetimes and limit.
  * Usage (under mpirun -np W): fsdp_equivalence_test full|grad-op|none */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "fsdp/comm.h"
 #include "fsdp/gpt2.h"
 #include "fsdp/memory.h"
@@ -26,8 +26,6 @@ static const uint64_t SEED = 1234;
  * averaged), so agreement is to rounding, not bitwise. Parameters may move by
  * up to lr * STEPS = 3e-2 in 10 Adam steps; they must agree to 2e-5 of that. */
 static const double TRAJECTORY_TOLERANCE = 1e-5, PARAM_TOLERANCE = 2e-5;
-
-static int failures;
 
 /* The first is the run without overlap that the others must match bit for bit. */
 static const struct {
@@ -42,17 +40,6 @@ static const struct {
     {"two ahead, limit 3", {.prefetch = 2, .backward_prefetch = BACKWARD_PREFETCH_PRE, .max_unsharded = 3}},
 };
 enum { N_MODES = sizeof MODES / sizeof MODES[0] };
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail(const char *fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  fprintf(stderr, "FAIL rank %d: ", comm_rank(comm_world()));
-  vfprintf(stderr, fmt, args);
-  fputc('\n', stderr);
-  va_end(args);
-  failures++;
-}
 
 struct trajectory {
   double loss[STEPS], grad_norm[STEPS];
@@ -87,7 +74,7 @@ static void check_sharded_state(const struct fsdp_model *m, int world) {
   expected *= sizeof(float);
   if (mem_current(MEM_SHARDED_PARAMS) != expected || mem_current(MEM_SHARDED_GRADS) != expected ||
       mem_current(MEM_OPTIMIZER) != 2 * expected || fsdp_model_sharded_state_bytes(m) != 4 * expected)
-    fail("sharded state: params %zu grads %zu optimizer %zu bytes, expected %zu, %zu, %zu",
+    FAIL("sharded state: params %zu grads %zu optimizer %zu bytes, expected %zu, %zu, %zu",
          mem_current(MEM_SHARDED_PARAMS), mem_current(MEM_SHARDED_GRADS), mem_current(MEM_OPTIMIZER), expected,
          expected, 2 * expected);
 }
@@ -97,20 +84,20 @@ static void check_after_forward(const struct gpt2 *g, enum sharding_strategy s) 
   if (s != SHARD_NONE) expected += padded_bytes(g->root);
   for (int l = 0; l < CONFIG.n_layer; l++) {
     const struct fsdp_unit *b = g->blocks[l];
-    if (s == SHARD_FULL && (b->state != UNIT_SHARDED || b->param_full)) fail("block %d unsharded after forward", l);
+    if (s == SHARD_FULL && (b->state != UNIT_SHARDED || b->param_full)) FAIL("block %d unsharded after forward", l);
     if (s == SHARD_GRAD_OP) expected += padded_bytes(b);
   }
   if (mem_current(MEM_UNSHARDED_PARAMS) != expected)
-    fail("%zu unsharded parameter bytes after forward, expected %zu", mem_current(MEM_UNSHARDED_PARAMS), expected);
+    FAIL("%zu unsharded parameter bytes after forward, expected %zu", mem_current(MEM_UNSHARDED_PARAMS), expected);
 }
 
 static void check_after_backward(struct gpt2 *g, enum sharding_strategy s, const struct fsdp_overlap *o) {
-  if (mem_current(MEM_UNSHARDED_PARAMS)) fail("%zu unsharded param bytes alive after backward",
+  if (mem_current(MEM_UNSHARDED_PARAMS)) FAIL("%zu unsharded param bytes alive after backward",
                                               mem_current(MEM_UNSHARDED_PARAMS));
   /* Gradients stay until their reduce-scatter is over. */
   fsdp_model_wait_for_grads(g->fsdp);
   if (mem_current(MEM_UNSHARDED_GRADS))
-    fail("%zu unsharded grad bytes alive after the reduce-scatters", mem_current(MEM_UNSHARDED_GRADS));
+    FAIL("%zu unsharded grad bytes alive after the reduce-scatters", mem_current(MEM_UNSHARDED_GRADS));
   if (s != SHARD_FULL) return;
   /* The root stays gathered for the whole step; at most max_unsharded blocks join it
    * (one when nothing is prefetched), and without overlap one block's gradients. */
@@ -124,11 +111,11 @@ static void check_after_backward(struct gpt2 *g, enum sharding_strategy s, const
                    : o->max_unsharded;
   size_t bound = padded_bytes(g->root) + (size_t)blocks * largest_block;
   if (st.peak[MEM_UNSHARDED_PARAMS] > bound)
-    fail("unsharded param peak %zu bytes exceeds root + %d blocks = %zu", st.peak[MEM_UNSHARDED_PARAMS], blocks,
+    FAIL("unsharded param peak %zu bytes exceeds root + %d blocks = %zu", st.peak[MEM_UNSHARDED_PARAMS], blocks,
          bound);
   size_t grad_bound = padded_bytes(g->root) + largest_block;
   if (o->blocking && st.peak[MEM_UNSHARDED_GRADS] > grad_bound)
-    fail("unsharded grad peak %zu bytes exceeds root + one block = %zu", st.peak[MEM_UNSHARDED_GRADS], grad_bound);
+    FAIL("unsharded grad peak %zu bytes exceeds root + one block = %zu", st.peak[MEM_UNSHARDED_GRADS], grad_bound);
 }
 
 static float *gather_params(struct fsdp_model *m, size_t n) {
@@ -197,7 +184,7 @@ static void check_bitwise_equal(const char *name, struct trajectory *run, const 
   if (memcmp(run->loss, expected->loss, sizeof run->loss) != 0 ||
       memcmp(run->grad_norm, expected->grad_norm, sizeof run->grad_norm) != 0 ||
       memcmp(run->params, expected->params, expected->n_params * sizeof(float)) != 0)
-    fail("%s: the trajectory or the final parameters differ from the plain run without overlap", name);
+    FAIL("%s: the trajectory or the final parameters differ from the plain run without overlap", name);
   free(run->initial_params);
   free(run->params);
 }
@@ -212,18 +199,19 @@ static double max_param_diff(const struct trajectory *a, const struct trajectory
 static void check_close(const char *name, const struct trajectory *run, const struct trajectory *expected) {
   for (int step = 0; step < STEPS; step++) {
     if (relative_diff(run->loss[step], expected->loss[step]) > TRAJECTORY_TOLERANCE)
-      fail("%s: step %d loss %.9g, expected %.9g", name, step, run->loss[step], expected->loss[step]);
+      FAIL("%s: step %d loss %.9g, expected %.9g", name, step, run->loss[step], expected->loss[step]);
     if (relative_diff(run->grad_norm[step], expected->grad_norm[step]) > TRAJECTORY_TOLERANCE)
-      fail("%s: step %d grad norm %.9g, expected %.9g", name, step, run->grad_norm[step], expected->grad_norm[step]);
+      FAIL("%s: step %d grad norm %.9g, expected %.9g", name, step, run->grad_norm[step], expected->grad_norm[step]);
   }
   double worst = max_param_diff(run, expected);
-  if (worst > PARAM_TOLERANCE) fail("%s: final parameters differ by up to %g", name, worst);
+  if (worst > PARAM_TOLERANCE) FAIL("%s: final parameters differ by up to %g", name, worst);
 }
 
 int main(int argc, char **argv) {
   comm_init(&argc, &argv);
   struct comm_group *world = comm_world();
   int W = comm_size(world), rank = comm_rank(world);
+  check_rank = rank;
   int strategy = argc == 2 ? sharding_strategy_parse(argv[1]) : -1;
   if (strategy < 0) {
     fprintf(stderr, "usage: fsdp_equivalence_test full|grad-op|none\n");
@@ -275,10 +263,10 @@ int main(int argc, char **argv) {
   check_close("sharded", &sharded, &reference);
   /* Each rank initialised only its own shard: together they are the one-process model, bit for bit. */
   if (memcmp(sharded.initial_params, reference.initial_params, param_bytes) != 0)
-    fail("the initial parameters differ from the single-process model's");
+    FAIL("the initial parameters differ from the single-process model's");
   double worst = max_param_diff(&sharded, &reference);
 
-  int total = failures;
+  int total = check_failures;
   comm_all_reduce(world, &total, 1, COMM_I32, COMM_SUM);
   if (rank == 0)
     printf("equivalence: %s at W=%d, %d overlap modes bitwise equal, losses %.6f -> %.6f, "

@@ -8,19 +8,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "fsdp/stream.h"
 #include "fsdp/trace.h"
-
-static int checks, failures;
-
-#define CHECK(cond)                                                        \
-  do {                                                                     \
-    checks++;                                                              \
-    if (!(cond)) {                                                         \
-      fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);      \
-      failures++;                                                          \
-    }                                                                      \
-  } while (0)
 
 static void sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -385,6 +375,5 @@ int main(void) {
   test_busy_time();
   test_stress_chain();
   test_trace();
-  printf("stream_test: %d checks, %d failed\n", checks, failures);
-  return failures ? 1 : 0;
+  return check_summary("stream_test");
 }

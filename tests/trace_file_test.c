@@ -12,23 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "fsdp/cli.h"
 #include "fsdp/comm.h"
 #include "fsdp/error.h"
 #include "fsdp/log.h"
 #include "fsdp/trace.h"
-
-static int failures;
-
-#define EXPECT(cond, ...)                                     \
-  do {                                                        \
-    if (!(cond)) {                                            \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);    \
-      fprintf(stderr, __VA_ARGS__);                           \
-      fprintf(stderr, "\n");                                  \
-      failures++;                                             \
-    }                                                         \
-  } while (0)
 
 static const char *const track_names[] = {"compute", "all-gather", "reduce-scatter"};
 enum { N_TRACKS = 3, N_NAMED_SPANS = 5 };
@@ -236,9 +225,9 @@ int main(int argc, char **argv) {
   trace_file_write(path, world);
   if (rank == 0) check_file(path, world_size);
   trace_clear();
-  if (rank == 0 && failures == 0)
+  if (rank == 0 && check_failures == 0)
     fsdp_log_info("trace_file_test: W=%d: every rank's spans, counters and metadata read back from '%s'",
                   world_size, path);
   comm_finalize();
-  return failures ? 1 : 0;
+  return check_failures ? 1 : 0;
 }

@@ -7,27 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "check.h"
 #include "fsdp/comm.h"
 #include "fsdp/memory.h"
 #include "fsdp/rng.h"
 #include "fsdp/runtime.h"
 
 static const uint64_t SEED = 42;
-static int failures;
-
-#define EXPECT(cond, ...)                                                            \
-  do {                                                                               \
-    if (!(cond)) {                                                                   \
-      fprintf(stderr, "FAIL rank %d (%s): ", comm_rank(comm_world()), strategy_name); \
-      fprintf(stderr, __VA_ARGS__);                                                  \
-      fputc('\n', stderr);                                                           \
-      failures++;                                                                    \
-      return;                                                                        \
-    }                                                                                \
-  } while (0)
-
-static const char *strategy_name;
-
 static const struct param_spec specs[] = {
     {"w", 2, {7, 5}, PARAM_INIT_NORMAL, 0.02f, 1},
     {"b", 1, {7}, PARAM_INIT_CONSTANT, 0.0f, 0},
@@ -61,52 +47,52 @@ static void check_strategy(enum sharding_strategy strategy) {
   fsdp_unit_init_params(u, SEED);
   struct flat_layout *l = &u->layout;
 
-  EXPECT(unsharded_bytes(MEM_SHARDED_PARAMS) == l->shard * sizeof(float), "sharded params bytes %zu, expected %zu",
+  ASSERT(unsharded_bytes(MEM_SHARDED_PARAMS) == l->shard * sizeof(float), "sharded params bytes %zu, expected %zu",
          unsharded_bytes(MEM_SHARDED_PARAMS), l->shard * sizeof(float));
-  EXPECT(unsharded_bytes(MEM_OPTIMIZER) == 2 * l->shard * sizeof(float), "optimizer bytes are not 2 x shard");
+  ASSERT(unsharded_bytes(MEM_OPTIMIZER) == 2 * l->shard * sizeof(float), "optimizer bytes are not 2 x shard");
 
   for (int p = 0; p < N_PARAMS; p++) {
     struct sharded_param_info info = fsdp_unit_param_info(u, p);
     struct owned_range o = flat_layout_owned(l, p, strategy == SHARD_NONE ? 0 : rank);
-    EXPECT(info.mesh_size == mesh && info.begin == o.begin && info.end == o.end, "param %d info is wrong", p);
-    EXPECT(info.ndim == specs[p].ndim && info.global_shape[0] == specs[p].shape[0], "param %d shape is wrong", p);
+    ASSERT(info.mesh_size == mesh && info.begin == o.begin && info.end == o.end, "param %d info is wrong", p);
+    ASSERT(info.ndim == specs[p].ndim && info.global_shape[0] == specs[p].shape[0], "param %d shape is wrong", p);
     for (size_t i = o.begin; i < o.end; i++)
-      EXPECT(u->param_shard[o.shard_offset + i - o.begin] == expected_param(p, i),
+      ASSERT(u->param_shard[o.shard_offset + i - o.begin] == expected_param(p, i),
              "param %d element %zu of the shard differs from the one-rank model", p, i);
   }
 
   fsdp_pre_forward(&m, u);
-  EXPECT(u->state == UNIT_UNSHARDED, "not unsharded after pre_forward");
-  EXPECT(unsharded_bytes(MEM_UNSHARDED_PARAMS) == (strategy == SHARD_NONE ? 0 : l->padded * sizeof(float)),
+  ASSERT(u->state == UNIT_UNSHARDED, "not unsharded after pre_forward");
+  ASSERT(unsharded_bytes(MEM_UNSHARDED_PARAMS) == (strategy == SHARD_NONE ? 0 : l->padded * sizeof(float)),
          "unsharded params bytes %zu after pre_forward", unsharded_bytes(MEM_UNSHARDED_PARAMS));
   for (int p = 0; p < N_PARAMS; p++) {
     const float *view = fsdp_unit_param(u, p);
     for (size_t i = 0; i < l->params[p].numel; i++)
-      EXPECT(view[i] == expected_param(p, i), "view of param %d element %zu is wrong", p, i);
+      ASSERT(view[i] == expected_param(p, i), "view of param %d element %zu is wrong", p, i);
   }
-  for (size_t i = l->numel; i < l->padded; i++) EXPECT(u->param_full[i] == 0.0f, "padding element %zu is not zero", i);
+  for (size_t i = l->numel; i < l->padded; i++) ASSERT(u->param_full[i] == 0.0f, "padding element %zu is not zero", i);
 
   fsdp_post_forward(&m, u);
   if (strategy == SHARD_FULL)
-    EXPECT(u->state == UNIT_SHARDED && u->param_full == NULL && unsharded_bytes(MEM_UNSHARDED_PARAMS) == 0,
+    ASSERT(u->state == UNIT_SHARDED && u->param_full == NULL && unsharded_bytes(MEM_UNSHARDED_PARAMS) == 0,
            "full sharding left the parameters unsharded after post_forward");
   else
-    EXPECT(u->state == UNIT_UNSHARDED, "%s resharded after forward", strategy_name);
+    ASSERT(u->state == UNIT_UNSHARDED, "resharded after forward");
 
   fsdp_pre_backward(&m, u);
   for (int p = 0; p < N_PARAMS; p++) {
     float *grad = fsdp_unit_grad(u, p);
     for (size_t i = 0; i < l->params[p].numel; i++) {
-      EXPECT(grad[i] == 0.0f, "gradient not zero at pre_backward");
+      ASSERT(grad[i] == 0.0f, "gradient not zero at pre_backward");
       grad[i] = rank_grad(rank, l->params[p].offset + i);
     }
   }
   fsdp_post_backward(&m, u);
-  EXPECT(u->state == UNIT_SHARDED && u->grad_full == NULL && unsharded_bytes(MEM_UNSHARDED_PARAMS) == 0,
+  ASSERT(u->state == UNIT_SHARDED && u->grad_full == NULL && unsharded_bytes(MEM_UNSHARDED_PARAMS) == 0,
          "parameters alive after post_backward");
   /* The reduce-scatter may still be reading the gradients: they are freed once it is done. */
   fsdp_model_wait_for_grads(&m);
-  EXPECT(unsharded_bytes(MEM_UNSHARDED_GRADS) == 0, "unsharded gradients left after the reduce-scatter");
+  ASSERT(unsharded_bytes(MEM_UNSHARDED_GRADS) == 0, "unsharded gradients left after the reduce-scatter");
   size_t shard_begin = strategy == SHARD_NONE ? 0 : (size_t)rank * l->shard;
   for (size_t s = 0; s < l->shard; s++) {
     size_t flat = shard_begin + s;
@@ -116,7 +102,7 @@ static void check_strategy(enum sharding_strategy strategy) {
       for (int r = 0; r < W; r++) sum += rank_grad(r, flat);
       expected = (float)(sum / W);
     }
-    EXPECT(u->grad_shard[s] == expected, "reduced gradient at flat element %zu is %g, expected %g", flat,
+    ASSERT(u->grad_shard[s] == expected, "reduced gradient at flat element %zu is %g, expected %g", flat,
            u->grad_shard[s], expected);
   }
 
@@ -124,10 +110,10 @@ static void check_strategy(enum sharding_strategy strategy) {
   fsdp_unit_gather_params(u, gathered);
   for (int p = 0; p < N_PARAMS; p++)
     for (size_t i = 0; i < l->params[p].numel; i++)
-      EXPECT(gathered[l->params[p].offset + i] == expected_param(p, i), "gathered param %d element %zu", p, i);
+      ASSERT(gathered[l->params[p].offset + i] == expected_param(p, i), "gathered param %d element %zu", p, i);
   free(gathered);
   fsdp_model_free(&m);
-  EXPECT(unsharded_bytes(MEM_SHARDED_PARAMS) == 0 && unsharded_bytes(MEM_OPTIMIZER) == 0, "unit leaked memory");
+  ASSERT(unsharded_bytes(MEM_SHARDED_PARAMS) == 0 && unsharded_bytes(MEM_OPTIMIZER) == 0, "unit leaked memory");
 }
 
 /* Two micro-batches on a one-unit model (whose reduction is always the latest one):
@@ -158,7 +144,7 @@ static void check_accumulation(enum sharding_strategy strategy, int no_sync) {
     double sum = 0.0;
     for (int r = 0; r < W; r++) sum += 3.0 * rank_grad(r, shard_begin + s);
     double expected = sum / W;
-    EXPECT(fabs(u->grad_shard[s] - expected) <= 1e-5 * fabs(expected) + 1e-7,
+    ASSERT(fabs(u->grad_shard[s] - expected) <= 1e-5 * fabs(expected) + 1e-7,
            "%s accumulation: gradient at %zu is %g, expected %g", no_sync ? "no-sync" : "sharded", shard_begin + s,
            u->grad_shard[s], expected);
   }
@@ -167,15 +153,16 @@ static void check_accumulation(enum sharding_strategy strategy, int no_sync) {
 
 int main(int argc, char **argv) {
   comm_init(&argc, &argv);
+  check_rank = comm_rank(comm_world());
   const enum sharding_strategy strategies[] = {SHARD_FULL, SHARD_GRAD_OP, SHARD_NONE};
   const char *names[] = {"full", "grad-op", "none"};
   for (int s = 0; s < 3; s++) {
-    strategy_name = names[s];
+    check_context = names[s];
     check_strategy(strategies[s]);
     check_accumulation(strategies[s], 0);
     check_accumulation(strategies[s], 1);
   }
-  int total = failures;
+  int total = check_failures;
   comm_all_reduce(comm_world(), &total, 1, COMM_I32, COMM_SUM);
   if (comm_rank(comm_world()) == 0)
     printf("unit: world size %d, 3 strategies, %d failures\n", comm_size(comm_world()), total);
