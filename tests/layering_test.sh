@@ -6,7 +6,7 @@ cd "${1:?usage: layering_test.sh SOURCE_DIR}" || exit 2
 # The layer a public header belongs to.
 header_layer() {
   case $1 in
-    dtype.h | error.h | log.h | memory.h | rng.h | timer.h | trace.h) echo core ;;
+    dtype.h | error.h | log.h | memory.h | output_file.h | rng.h | timer.h | trace.h) echo core ;;
     stream.h) echo device ;;
     comm.h) echo comm ;;
     flat_param.h | unit.h | runtime.h) echo fsdp ;;

@@ -11,7 +11,7 @@
 #include "fsdp/comm.h"
 #include "fsdp/error.h"
 #include "fsdp/memory.h"
-#include "output_file.h"
+#include "fsdp/output_file.h"
 
 static const char *const FLAG = "--memory-snapshot";
 
