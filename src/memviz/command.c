@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fsdp/cli.h"
 #include "fsdp/error.h"
+#include "fsdp/memviz.h"
 #include "fsdp/output_file.h"
-#include "memviz.h"
+#include "render.h"
 
 enum output_kind { OUTPUT_HTML, OUTPUT_SVG };
 static const char OUTPUT_EQUALS[] = "--output=";
