@@ -1,17 +1,19 @@
 #!/bin/sh
-# Each layer includes only the layers below it (docs/architecture.md), and only
-# src/comm sees MPI. Usage: layering_test.sh SOURCE_DIR
+# Each layer includes only the layers below it (docs/architecture.md), only src/comm
+# sees MPI, and a private header is only ever included from beside it.
+# Usage: layering_test.sh SOURCE_DIR
 cd "${1:?usage: layering_test.sh SOURCE_DIR}" || exit 2
 
 # The layer a public header belongs to.
 header_layer() {
   case $1 in
-    dtype.h | error.h | log.h | memory.h | rng.h | timer.h | trace.h) echo core ;;
+    dtype.h | error.h | log.h | memory.h | output_file.h | rng.h | timer.h | trace.h) echo core ;;
     stream.h) echo device ;;
     comm.h) echo comm ;;
     flat_param.h | unit.h | runtime.h) echo fsdp ;;
     nn.h) echo nn ;;
     gpt2.h) echo models ;;
+    memviz.h) echo memviz ;;
     cli.h) echo cli ;;
     *) echo unknown ;;
   esac
@@ -25,7 +27,8 @@ allowed() {  # allowed LAYER: the layers it may include
     fsdp) echo "core device comm fsdp" ;;
     nn) echo "core nn" ;;
     models) echo "core fsdp nn models" ;;
-    cli) echo "core device comm fsdp nn models cli" ;;
+    memviz) echo "core memviz" ;;
+    cli) echo "core device comm fsdp nn models memviz cli" ;;
   esac
 }
 
@@ -43,9 +46,18 @@ check() {  # check FILE LAYER
   if [ "$2" != comm ] && grep -q '#include <mpi.h>' "$1"; then
     echo "FAIL $1 ($2) includes mpi.h"; failed=$((failed + 1))
   fi
+  # A quoted include outside fsdp/ is a private header: it must sit beside the file,
+  # or a layer could reach into another's internals (say memviz into src/cli).
+  for header in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$1" | grep -v '^fsdp/'); do
+    checked=$((checked + 1))
+    case $header in
+      */*) echo "FAIL $1 ($2) includes $header from another folder"; failed=$((failed + 1)) ;;
+      *) [ -f "$(dirname "$1")/$header" ] || { echo "FAIL $1 ($2) includes $header, not beside it"; failed=$((failed + 1)); } ;;
+    esac
+  done
 }
 
-for layer in core device comm fsdp models cli; do
+for layer in core device comm fsdp models memviz cli; do
   for f in src/$layer/*.c; do check "$f" "$layer"; done
 done
 for f in src/nn/*/*.c; do check "$f" nn; done

@@ -127,7 +127,5 @@ void memory_snapshot_write(const char *path, struct comm_group *group, int first
 
 int fsdp_train_main(int argc, char **argv);
 int fsdp_plan_main(int argc, char **argv);
-/* `fsdp memviz SNAPSHOT -o OUT`: draws a memory snapshot as HTML or SVG; no MPI. */
-int fsdp_memviz_main(int argc, char **argv);
 
 #endif

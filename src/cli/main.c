@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "fsdp/cli.h"
+#include "fsdp/memviz.h"
 
 static void print_usage(FILE *out) {
   fputs("usage: fsdp COMMAND [options]\n"

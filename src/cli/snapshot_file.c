@@ -1,6 +1,6 @@
 /* `fsdp train --memory-snapshot`: every rank's recorded allocations and frees
  * (include/fsdp/memory.h) in one JSON file on rank 0, in the format that
- * src/cli/memory_snapshot.c reads for `fsdp memviz`. */
+ * src/memviz/snapshot.c reads for `fsdp memviz`. */
 #include <cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 #include "fsdp/comm.h"
 #include "fsdp/error.h"
 #include "fsdp/memory.h"
-#include "output_file.h"
+#include "fsdp/output_file.h"
 
 static const char *const FLAG = "--memory-snapshot";
 

@@ -6,8 +6,8 @@
 #include "fsdp/cli.h"
 #include "fsdp/comm.h"
 #include "fsdp/error.h"
+#include "fsdp/output_file.h"
 #include "fsdp/trace.h"
-#include "output_file.h"
 
 /* One rank's events as JSON text, each event as ",\n{...}": rank 0 joins the ranks'
  * texts by plain concatenation, so it never parses (or holds twice) the whole trace. */

@@ -1,6 +1,6 @@
 #include <stdio.h>
 
-#include "memviz.h"
+#include "render.h"
 
 static const char *const STYLE =
     "body{font-family:sans-serif;color:#222;margin:24px auto;max-width:1000px;padding:0 16px}"

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fsdp/cli.h"
 #include "fsdp/error.h"
-#include "memviz.h"
-#include "output_file.h"
+#include "fsdp/memviz.h"
+#include "fsdp/output_file.h"
+#include "render.h"
 
 enum output_kind { OUTPUT_HTML, OUTPUT_SVG };
 static const char OUTPUT_EQUALS[] = "--output=";
@@ -88,7 +88,7 @@ static int parse_options(struct memviz_options *o, int argc, char **argv) {
 }
 
 /* The document is built in memory, then written to a temporary name and renamed
- * (output_file.h): a reader never sees half a file. */
+ * (fsdp/output_file.h): a reader never sees half a file. */
 static void write_output(const struct memviz_options *o, const struct memory_snapshot *s,
                          const struct rank_view *views) {
   char *text = NULL;

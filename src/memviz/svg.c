@@ -1,6 +1,6 @@
 #include <stdio.h>
 
-#include "memviz.h"
+#include "render.h"
 
 enum {
   TITLE_HEIGHT = 40,

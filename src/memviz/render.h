@@ -1,42 +1,14 @@
-/* The parts of `fsdp memviz`: what a rank's chart shows (memviz_view.c), text for
- * people (memviz_format.c), the chart itself (memviz_chart.c), and the two kinds of
- * output around it (memviz_html.c, memviz_svg.c). */
-#ifndef FSDP_CLI_MEMVIZ_H
-#define FSDP_CLI_MEMVIZ_H
+/* Private to src/memviz: drawing the views of fsdp/memviz.h. Text for people
+ * (format.c), the chart itself (chart.c), and the two kinds of output around it
+ * (html.c, svg.c). */
+#ifndef FSDP_MEMVIZ_RENDER_H
+#define FSDP_MEMVIZ_RENDER_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
-#include "memory_snapshot.h"
-
-/* Where the events of a step begin. */
-struct step_start {
-  int step;
-  double time_us;
-};
-
-/* One rank, reduced to what is drawn: the time axis is cut into columns, one per
- * pixel of the plot, and each column shows the moment in it with the most bytes in
- * total, so that no peak is lost however many events fall into a column. */
-struct rank_view {
-  const struct snapshot_rank *rank;
-  double end_us; /* the time axis runs from 0 to here */
-  int n_columns;
-  int64_t *column_bytes; /* n_columns x n_categories */
-  int *shown;            /* per category: it holds bytes at some moment */
-  int n_shown;
-  int64_t peak_total;
-  double peak_time_us;
-  int64_t *peak_bytes; /* per category, at the peak */
-  long peak_event;     /* the allocation that reached the peak; -1: the peak is the memory at the start */
-  struct step_start *step_starts; /* in time order */
-  int n_step_starts;
-};
-
-void memviz_view_build(struct rank_view *v, const struct memory_snapshot *s, const struct snapshot_rank *r,
-                       int n_columns);
-void memviz_view_free(struct rank_view *v);
+#include "fsdp/memviz.h"
 
 /* "1.50 GiB", "12.00 KiB", "512 B" */
 void memviz_format_bytes(int64_t bytes, char *buf, size_t size);

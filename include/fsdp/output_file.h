@@ -1,8 +1,8 @@
-/* Private to src/cli: text built up in memory, and files written the safe way, to a
- * temporary name and renamed, so that a failure never leaves a half-written file
- * under the real name. Every failure ends the job with a message naming the flag. */
-#ifndef FSDP_CLI_OUTPUT_FILE_H
-#define FSDP_CLI_OUTPUT_FILE_H
+/* Text built up in memory, and files written the safe way, to a temporary name and
+ * renamed, so that a failure never leaves a half-written file under the real name.
+ * Every failure ends the job with a message naming the flag. */
+#ifndef FSDP_OUTPUT_FILE_H
+#define FSDP_OUTPUT_FILE_H
 
 #include <stddef.h>
 

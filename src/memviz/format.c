@@ -1,7 +1,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "memviz.h"
+#include "render.h"
 
 void memviz_format_bytes(int64_t bytes, char *buf, size_t size) {
   static const char *const UNITS[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};

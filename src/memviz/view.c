@@ -2,14 +2,14 @@
 #include <string.h>
 
 #include "fsdp/error.h"
-#include "memviz.h"
+#include "fsdp/memviz.h"
 
 static int column_of(const struct rank_view *v, double time_us) {
   int k = (int)(time_us / v->end_us * v->n_columns);
   return k < v->n_columns ? k : v->n_columns - 1;
 }
 
-/* Steps never go back in time (memory_snapshot.c checks it): a step starts where it
+/* Steps never go back in time (snapshot.c checks it): a step starts where it
  * differs from the event before. */
 static void find_step_starts(struct rank_view *v) {
   const struct snapshot_rank *r = v->rank;

@@ -1,4 +1,4 @@
-#include "memory_snapshot.h"
+#include "fsdp/memviz.h"
 
 #include <cJSON.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "memviz.h"
+#include "render.h"
 
 enum {
   PLOT_LEFT = 80, /* room for the byte labels */

@@ -1,4 +1,4 @@
-#include "output_file.h"
+#include "fsdp/output_file.h"
 
 #include <errno.h>
 #include <stdio.h>
