@@ -44,6 +44,7 @@ struct train_options {
   int snapshot_first, snapshot_last;
   int world_size;              /* plan only */
   const char *format;          /* plan only: text or json */
+  const char *device;          /* cpu or cuda: where the model computes */
 };
 
 /* train and plan take the same model, batch and sharding flags; plan adds
