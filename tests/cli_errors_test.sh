@@ -1,6 +1,7 @@
 #!/bin/sh
 # Every bad input to `fsdp train` must end the job with a non-zero exit and a
-# message that says what is wrong. Usage: cli_errors_test.sh path/to/fsdp MPIRUN...
+# message that says what is wrong, and --help must list exactly the flags the
+# parser takes. Usage: cli_errors_test.sh path/to/fsdp MPIRUN...
 FSDP=${1:?usage: cli_errors_test.sh path/to/fsdp MPIRUN...}
 shift
 MPIRUN="$*"
@@ -129,6 +130,48 @@ COMMAND=plan expect_error "plan world size zero" "--world-size: must be a positi
 COMMAND=plan expect_error "plan format" "--format: must be text or json, got 'xml'" --world-size 2 --format xml
 COMMAND=plan expect_error "plan batch too large" "lower --batch-size or --seq-len" --world-size 2 --model gpt2 \
   --batch-size 100000 --seq-len 1024
+expect_error "unknown --device" "--device: unknown device 'tpu' (known: cpu, cuda)" --data "$tmp/small.bin" \
+  --device tpu
+expect_error "empty --device" "--device: missing value" --data "$tmp/small.bin" --device=
+COMMAND=plan expect_error "plan unknown --device" "--device: unknown device 'CUDA' (known: cpu, cuda)" \
+  --world-size 2 --device=CUDA
+
+# --help and the parser come from one table; this keeps them so. Each flag name that
+# either command's --help shows or the parser's source quotes (the table's rows among
+# them) goes to COMMAND without a value: the parser takes it ("missing value") or refuses
+# it ("unknown flag"), and COMMAND's --help must list it exactly when it is taken.
+args_source="$(dirname "$0")/../src/cli/args.c"
+flag_names=$({ "$FSDP" train --help; "$FSDP" plan --help; grep -o '"--[a-z][a-z0-9-]*' "$args_source"; } |
+  grep -o -- '--[a-z][a-z0-9-]*' | grep -vx -- '--help' | sort -u)
+expect_help_lists_taken_flags() {
+  command=$1
+  problems="" taken=0
+  [ -f "$args_source" ] || problems=" no $args_source"
+  "$FSDP" "$command" --help >"$tmp/help" 2>&1 || problems="$problems --help failed"
+  for flag in $flag_names; do
+    $limit "$FSDP" "$command" "$flag" >/dev/null 2>"$tmp/stderr"
+    if grep -qF -- "$flag: missing value" "$tmp/stderr"; then
+      is_taken=yes taken=$((taken + 1))
+    elif grep -qF -- "unknown flag '$flag'" "$tmp/stderr"; then
+      is_taken=no
+    else
+      problems="$problems $flag: neither taken nor refused ($(head -n 1 "$tmp/stderr"));"
+      continue
+    fi
+    if grep -qE -- "^  $flag( |\$)" "$tmp/help"; then is_listed=yes; else is_listed=no; fi
+    [ "$is_taken" = "$is_listed" ] || problems="$problems $flag: taken $is_taken, listed $is_listed;"
+  done
+  [ "$taken" -gt 0 ] || problems="$problems no flag taken at all"
+  if [ -z "$problems" ]; then
+    passed=$((passed + 1))
+    echo "ok   $command --help lists exactly the $taken flags $command takes"
+  else
+    failed=$((failed + 1))
+    echo "FAIL $command --help and parser disagree:$problems"
+  fi
+}
+expect_help_lists_taken_flags train
+expect_help_lists_taken_flags plan
 
 # expect_memviz_error NAME STATUS TEXT ARGS...: `fsdp memviz ARGS` exits with STATUS (2: a
 # usage error, 1: a bad snapshot), its stderr contains TEXT, and it writes no output.

@@ -42,9 +42,9 @@ struct train_options {
   enum accum_mode accum_mode;
   const char *snapshot_path;
   int snapshot_first, snapshot_last;
-  const char *device;          /* cpu or cuda */
   int world_size;              /* plan only */
   const char *format;          /* plan only: text or json */
+  const char *device;          /* cpu or cuda: where the model computes */
 };
 
 /* train and plan take the same model, batch and sharding flags; plan adds

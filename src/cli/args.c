@@ -1,8 +1,10 @@
-/* Options of `fsdp train`. Parsing runs in three steps: collect (flag, value)
- * pairs, checking names and that each flag has a value; apply --model, so that
- * the preset is in place before any shape override whatever the flag order;
- * apply the rest in order. Every bad input ends the job with a message that
- * names the flag. */
+/* Options of `fsdp train` and `fsdp plan`, all from one table, FLAGS: a row holds a
+ * flag's name, the commands that take it, what --help shows of it and the function
+ * that parses, checks and stores its value, so that the parser and --help cannot
+ * disagree. Parsing runs in three steps: collect (flag, value) pairs, checking names
+ * and that each flag has a value; apply --model, so that the preset is in place before
+ * any shape override whatever the flag order; apply the rest in order. Every bad input
+ * ends the job with a message that names the flag. */
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -14,66 +16,18 @@
 #include "fsdp/cli.h"
 #include "fsdp/error.h"
 
-static const char *const DEFAULT_MODEL = "shakespeare-char";
-static const int DEFAULT_SEQ_LEN = 256; /* lowered to the model's max_seq_len when that is smaller */
-static const int DEFAULT_BATCH_SIZE = 8;
-static const int DEFAULT_STEPS = 50;
-static const float DEFAULT_LR = 6e-4f;
-static const float MIN_LR_DIVISOR = 10.0f; /* --min-lr defaults to --lr / 10 */
-static const int DEFAULT_WARMUP = 10;
-static const float DEFAULT_WEIGHT_DECAY = 0.1f;
-static const float DEFAULT_GRAD_CLIP = 1.0f;
-static const float DEFAULT_BETA1 = 0.9f, DEFAULT_BETA2 = 0.95f, DEFAULT_EPS = 1e-8f;
-static const uint64_t DEFAULT_SEED = 1337;
-static const char *const DEFAULT_DATA_FORMAT = "auto";
-static const float DEFAULT_VAL_FRACTION = 0.1f;
-static const int DEFAULT_VAL_EVERY = 0;
-static const int DEFAULT_VAL_BATCHES = 4;
+/* Defaults resolved after parsing, from other flags; macros so that --help can spell them. */
+#define DEFAULT_SEQ_LEN 256 /* lowered to the model's max_seq_len when that is smaller */
+#define MIN_LR_DIVISOR 10   /* --min-lr defaults to --lr / 10 */
 /* The first step is left out of traces by default: it pays for first touches of memory. */
-static const int DEFAULT_TRACE_FIRST = 2, DEFAULT_TRACE_LAST = 3;
-
-/* torch.cuda.amp.GradScaler's initial scale. */
-static const float DEFAULT_LOSS_SCALE = 65536.0f;
+#define DEFAULT_FIRST_STEP 2
+#define DEFAULT_LAST_STEP 3
+#define DEFAULT_LOSS_SCALE 65536 /* torch.cuda.amp.GradScaler's initial scale */
+#define SPELLED(x) #x
+#define SPELL(x) SPELLED(x)
 
 static const char *const DATA_FORMATS[] = {"auto", "text", "nanogpt", "llmc"};
-
-enum flag_id {
-  F_MODEL, F_N_LAYER, F_N_HEAD, F_N_EMBD, F_VOCAB_SIZE, F_BLOCK_SIZE, F_SEQ_LEN,
-  F_BATCH_SIZE, F_GLOBAL_BATCH_SIZE, F_STEPS,
-  F_LR, F_MIN_LR, F_WARMUP, F_WEIGHT_DECAY, F_GRAD_CLIP, F_BETA1, F_BETA2, F_EPS, F_SEED,
-  F_DATA, F_DATA_FORMAT, F_VAL_FRACTION, F_VAL_EVERY, F_VAL_BATCHES,
-  F_LOG, F_SHARDING, F_PREFETCH, F_BACKWARD_PREFETCH, F_MAX_UNSHARDED, F_OVERLAP, F_TRACE, F_TRACE_STEPS,
-  F_AC, F_PARAM_DTYPE, F_REDUCE_DTYPE, F_LOSS_SCALE, F_GRAD_ACCUM, F_ACCUM_MODE, F_MEMORY_SNAPSHOT,
-  F_SNAPSHOT_STEPS, F_WORLD_SIZE, F_FORMAT,
-  F_NUM_FLAGS
-};
-
-static const char *const FLAG_NAMES[F_NUM_FLAGS] = {
-  [F_MODEL] = "--model", [F_N_LAYER] = "--n-layer", [F_N_HEAD] = "--n-head", [F_N_EMBD] = "--n-embd",
-  [F_VOCAB_SIZE] = "--vocab-size", [F_BLOCK_SIZE] = "--block-size", [F_SEQ_LEN] = "--seq-len",
-  [F_BATCH_SIZE] = "--batch-size", [F_GLOBAL_BATCH_SIZE] = "--global-batch-size", [F_STEPS] = "--steps",
-  [F_LR] = "--lr", [F_MIN_LR] = "--min-lr", [F_WARMUP] = "--warmup", [F_WEIGHT_DECAY] = "--weight-decay",
-  [F_GRAD_CLIP] = "--grad-clip", [F_BETA1] = "--beta1", [F_BETA2] = "--beta2", [F_EPS] = "--eps",
-  [F_SEED] = "--seed", [F_DATA] = "--data", [F_DATA_FORMAT] = "--data-format",
-  [F_VAL_FRACTION] = "--val-fraction", [F_VAL_EVERY] = "--val-every", [F_VAL_BATCHES] = "--val-batches",
-  [F_LOG] = "--log", [F_SHARDING] = "--sharding", [F_PREFETCH] = "--prefetch",
-  [F_BACKWARD_PREFETCH] = "--backward-prefetch", [F_MAX_UNSHARDED] = "--max-unsharded", [F_OVERLAP] = "--overlap",
-  [F_TRACE] = "--trace", [F_TRACE_STEPS] = "--trace-steps", [F_AC] = "--ac", [F_PARAM_DTYPE] = "--param-dtype",
-  [F_REDUCE_DTYPE] = "--reduce-dtype", [F_LOSS_SCALE] = "--loss-scale", [F_GRAD_ACCUM] = "--grad-accum",
-  [F_ACCUM_MODE] = "--accum-mode", [F_MEMORY_SNAPSHOT] = "--memory-snapshot", [F_SNAPSHOT_STEPS] = "--snapshot-steps",
-  [F_WORLD_SIZE] = "--world-size", [F_FORMAT] = "--format",
-};
-
-/* Flags of one command only; the rest are shared by train and plan. */
-static int flag_allowed(enum options_command command, enum flag_id id) {
-  if (id == F_WORLD_SIZE || id == F_FORMAT) return command == OPTIONS_PLAN;
-  return 1;
-}
-
-struct flag_arg {
-  enum flag_id id;
-  const char *value;
-};
+static const char *const DEVICES[] = {"cpu", "cuda"};
 
 /* ---- values ---- */
 
@@ -144,22 +98,16 @@ static float parse_unit_interval(const char *flag, const char *text) {
   return v;
 }
 
-static const char *parse_data_format(const char *text) {
-  for (size_t i = 0; i < sizeof DATA_FORMATS / sizeof DATA_FORMATS[0]; i++)
-    if (strcmp(text, DATA_FORMATS[i]) == 0) return DATA_FORMATS[i];
-  fsdp_fatal("--data-format: unknown format '%s' (known: auto, text, nanogpt, llmc)", text);
-}
-
-static enum sharding_strategy parse_sharding(const char *text) {
-  int s = sharding_strategy_parse(text);
-  if (s < 0) fsdp_fatal("--sharding: unknown strategy '%s' (known: full, grad-op, none)", text);
-  return (enum sharding_strategy)s;
-}
-
-static enum backward_prefetch parse_backward_prefetch(const char *text) {
-  int p = backward_prefetch_parse(text);
-  if (p < 0) fsdp_fatal("--backward-prefetch: unknown mode '%s' (known: pre, post, none)", text);
-  return (enum backward_prefetch)p;
+/* names[i] equal to text; an unknown name ends the job with a message listing the known ones. */
+static const char *parse_name(const char *flag, const char *what, const char *const *names, size_t n_names,
+                              const char *text) {
+  char known[128] = "";
+  for (size_t i = 0; i < n_names; i++) {
+    if (strcmp(text, names[i]) == 0) return names[i];
+    if (i > 0) strncat(known, ", ", sizeof known - strlen(known) - 1);
+    strncat(known, names[i], sizeof known - strlen(known) - 1);
+  }
+  fsdp_fatal("%s: unknown %s '%s' (known: %s)", flag, what, text, known);
 }
 
 static enum dtype parse_dtype(const char *flag, const char *text, int allow_f16) {
@@ -209,48 +157,256 @@ static void parse_step_range(const char *flag, const char *text, int *first, int
   if (*last < *first) fsdp_fatal("%s: the last step %d comes before the first %d", flag, *last, *first);
 }
 
-static void apply_model(struct train_options *o, const char *name) {
-  if (!gpt2_config_preset(name, &o->gpt2))
-    fsdp_fatal("--model: unknown model '%s' (known: %s)", name, gpt2_preset_names());
-  o->model = name;
+/* ---- flags: how each one is applied, in the order of the table ---- */
+
+static enum sharding_strategy parse_sharding(const char *flag, const char *text) {
+  int s = sharding_strategy_parse(text);
+  if (s < 0) fsdp_fatal("%s: unknown strategy '%s' (known: full, grad-op, none)", flag, text);
+  return (enum sharding_strategy)s;
 }
 
-/* ---- flags ---- */
+static const char *parse_device(const char *flag, const char *text) {
+  return parse_name(flag, "device", DEVICES, sizeof DEVICES / sizeof DEVICES[0], text);
+}
 
-static void set_defaults(struct train_options *o) {
+static enum backward_prefetch parse_backward_prefetch(const char *flag, const char *text) {
+  int p = backward_prefetch_parse(text);
+  if (p < 0) fsdp_fatal("%s: unknown mode '%s' (known: pre, post, none)", flag, text);
+  return (enum backward_prefetch)p;
+}
+
+static int parse_blocking(const char *flag, const char *text) { return !parse_on_off(flag, text); }
+
+static enum dtype parse_param_dtype(const char *flag, const char *text) { return parse_dtype(flag, text, 1); }
+static enum dtype parse_reduce_dtype(const char *flag, const char *text) { return parse_dtype(flag, text, 0); }
+
+static const char *parse_data_format(const char *flag, const char *text) {
+  return parse_name(flag, "format", DATA_FORMATS, sizeof DATA_FORMATS / sizeof DATA_FORMATS[0], text);
+}
+
+static const char *parse_plan_format(const char *flag, const char *text) {
+  if (strcmp(text, "text") != 0 && strcmp(text, "json") != 0)
+    fsdp_fatal("%s: must be text or json, got '%s'", flag, text);
+  return text;
+}
+
+/* Files are checked where they are opened: the data by every rank, outputs by rank 0. */
+static const char *parse_path(const char *flag, const char *text) {
+  (void)flag;
+  return text;
+}
+
+/* Parses value, ends the job with a message naming flag when it is bad, and stores it in o. */
+typedef void apply_fn(struct train_options *o, const char *flag, const char *value);
+
+/* An apply_fn that stores parse(flag, value) in o->field. */
+#define SETTER(name, field, parse) \
+  static void name(struct train_options *o, const char *flag, const char *v) { o->field = parse(flag, v); }
+
+SETTER(set_world_size, world_size, parse_positive_int)
+SETTER(set_format, format, parse_plan_format)
+
+static void set_model(struct train_options *o, const char *flag, const char *v) {
+  if (!gpt2_config_preset(v, &o->gpt2)) fsdp_fatal("%s: unknown model '%s' (known: %s)", flag, v, gpt2_preset_names());
+  o->model = v;
+}
+SETTER(set_n_layer, gpt2.n_layer, parse_positive_int)
+SETTER(set_n_head, gpt2.n_head, parse_positive_int)
+SETTER(set_n_embd, gpt2.n_embd, parse_positive_int)
+SETTER(set_vocab_size, gpt2.vocab_size, parse_positive_int)
+SETTER(set_block_size, gpt2.max_seq_len, parse_positive_int)
+SETTER(set_sharding, sharding, parse_sharding)
+SETTER(set_device, device, parse_device)
+
+SETTER(set_prefetch, overlap.prefetch, parse_nonnegative_int)
+SETTER(set_backward_prefetch, overlap.backward_prefetch, parse_backward_prefetch)
+SETTER(set_max_unsharded, overlap.max_unsharded, parse_positive_int)
+SETTER(set_overlap, overlap.blocking, parse_blocking)
+
+SETTER(set_ac, ac_every, parse_ac)
+SETTER(set_param_dtype, mp.param_dtype, parse_param_dtype)
+SETTER(set_reduce_dtype, mp.reduce_dtype, parse_reduce_dtype)
+SETTER(set_loss_scale, loss_scale, parse_positive_float)
+SETTER(set_grad_accum, grad_accum, parse_positive_int)
+SETTER(set_accum_mode, accum_mode, parse_accum_mode)
+
+SETTER(set_seq_len, seq_len, parse_positive_int)
+SETTER(set_batch_size, batch_size, parse_positive_int)
+SETTER(set_global_batch_size, global_batch_size, parse_nonnegative_int)
+SETTER(set_steps, steps, parse_positive_int)
+SETTER(set_seed, seed, parse_u64)
+
+SETTER(set_lr, lr, parse_positive_float)
+SETTER(set_min_lr, min_lr, parse_nonnegative_float)
+SETTER(set_warmup, warmup, parse_nonnegative_int)
+SETTER(set_weight_decay, weight_decay, parse_nonnegative_float)
+SETTER(set_grad_clip, grad_clip, parse_nonnegative_float)
+SETTER(set_beta1, beta1, parse_unit_interval)
+SETTER(set_beta2, beta2, parse_unit_interval)
+SETTER(set_eps, eps, parse_positive_float)
+
+SETTER(set_data, data, parse_path)
+SETTER(set_data_format, data_format, parse_data_format)
+SETTER(set_val_fraction, val_fraction, parse_unit_interval)
+SETTER(set_val_every, val_every, parse_nonnegative_int)
+SETTER(set_val_batches, val_batches, parse_positive_int)
+
+SETTER(set_log, log_path, parse_path)
+SETTER(set_trace, trace_path, parse_path)
+static void set_trace_steps(struct train_options *o, const char *flag, const char *v) {
+  parse_step_range(flag, v, &o->trace_first, &o->trace_last);
+}
+SETTER(set_memory_snapshot, snapshot_path, parse_path)
+static void set_snapshot_steps(struct train_options *o, const char *flag, const char *v) {
+  parse_step_range(flag, v, &o->snapshot_first, &o->snapshot_last);
+}
+
+/* ---- the table ---- */
+
+enum { TRAIN = 1 << OPTIONS_TRAIN, PLAN = 1 << OPTIONS_PLAN, BOTH = TRAIN | PLAN };
+
+/* A value default goes through the flag's own function before the command line is
+ * read, so --help cannot show a default the options do not start from. A note stands
+ * for a default that is no value (none) or that is resolved after parsing, from other
+ * flags (resolve_and_check). */
+enum default_kind { DEFAULT_VALUE, DEFAULT_NOTE, DEFAULT_REQUIRED };
+struct flag_default {
+  enum default_kind kind;
+  const char *text;
+};
+#define DEFAULT(value) {DEFAULT_VALUE, value}
+#define NOTE(text) {DEFAULT_NOTE, text}
+#define REQUIRED {DEFAULT_REQUIRED, NULL}
+
+struct flag {
+  const char *section; /* the heading --help lists it under */
+  const char *name;
+  unsigned commands; /* TRAIN, PLAN or BOTH */
+  const char *metavar;
+  struct flag_default def;
+  apply_fn *apply;
+  const char *help;
+};
+
+static const char PLAN_ONLY[] = "plan", MODEL[] = "model", OVERLAP[] = "overlap of communication with compute",
+                  MEMORY[] = "memory", SCHEDULE[] = "batch and schedule",
+                  OPTIMIZER[] = "optimizer (AdamW; the learning rate warms up to --lr, then decays to --min-lr)",
+                  DATA[] = "data", OUTPUT[] = "output";
+#define STEP_RANGE_DEFAULT SPELL(DEFAULT_FIRST_STEP) ":" SPELL(DEFAULT_LAST_STEP) ", or the last step if fewer"
+
+static const struct flag FLAGS[] = {
+    {PLAN_ONLY, "--world-size", PLAN, "W", REQUIRED, set_world_size, "ranks the plan is for"},
+    {PLAN_ONLY, "--format", PLAN, "text|json", DEFAULT("text"), set_format, "how the plan is printed"},
+
+    {MODEL, "--model", BOTH, "NAME", DEFAULT("shakespeare-char"), set_model, "preset:"},
+    {MODEL, "--n-layer", BOTH, "N", NOTE("from the preset"), set_n_layer, "transformer blocks"},
+    {MODEL, "--n-head", BOTH, "N", NOTE("from the preset"), set_n_head, "attention heads"},
+    {MODEL, "--n-embd", BOTH, "N", NOTE("from the preset"), set_n_embd, "embedding width"},
+    {MODEL, "--vocab-size", BOTH, "N", NOTE("from the preset"), set_vocab_size,
+     "vocabulary size; every token id must be below it"},
+    {MODEL, "--block-size", BOTH, "N", NOTE("from the preset"), set_block_size,
+     "the model's max_seq_len, rows of the position embedding"},
+    {MODEL, "--sharding", BOTH, "full|grad-op|none", DEFAULT("full"), set_sharding,
+     "full (ZeRO-3), grad-op (ZeRO-2) or none (DDP)"},
+    {MODEL, "--device", BOTH, "cpu|cuda", DEFAULT("cpu"), set_device, "where the model computes"},
+
+    /* The runtime's own defaults, FSDP_OVERLAP_DEFAULT, which cli_options_test holds these to. */
+    {OVERLAP, "--prefetch", BOTH, "N", DEFAULT("1"), set_prefetch,
+     "units ahead whose all-gather runs during a forward"},
+    {OVERLAP, "--backward-prefetch", BOTH, "pre|post|none", DEFAULT("pre"), set_backward_prefetch,
+     "gather the next unit of the backward before (pre) or after (post) a unit's gradient computation, or not "
+     "ahead at all (none)"},
+    {OVERLAP, "--max-unsharded", BOTH, "N", DEFAULT("2"), set_max_unsharded,
+     "units (the root aside) gathered at once under full sharding"},
+    {OVERLAP, "--overlap", BOTH, "on|off", DEFAULT("on"), set_overlap,
+     "off: wait for every collective as soon as it is launched"},
+
+    {MEMORY, "--ac", BOTH, "none|full|every:K", DEFAULT("none"), set_ac,
+     "activation checkpointing of all blocks, or of every K-th one (blocks K-1, 2K-1, ...): a checkpointed block "
+     "keeps only its input, and its backward recomputes its forward"},
+    {MEMORY, "--param-dtype", BOTH, "fp32|bf16|fp16", DEFAULT("fp32"), set_param_dtype,
+     "dtype of the gathered parameters (the all-gather moves it) and of the unsharded gradients; master weights "
+     "and AdamW stay fp32"},
+    {MEMORY, "--reduce-dtype", BOTH, "fp32|bf16", DEFAULT("fp32"), set_reduce_dtype,
+     "dtype of the gradient reduce-scatter"},
+    {MEMORY, "--loss-scale", BOTH, "X", NOTE(SPELL(DEFAULT_LOSS_SCALE) " with fp16"), set_loss_scale,
+     "fp16 only: initial dynamic loss scale; a step whose gradients overflow is skipped and the scale halved, and "
+     "it doubles after 2000 good steps"},
+    {MEMORY, "--grad-accum", BOTH, "K", DEFAULT("1"), set_grad_accum,
+     "micro-batches of --batch-size per optimizer step"},
+    {MEMORY, "--accum-mode", BOTH, "sharded|no-sync", DEFAULT("sharded"), set_accum_mode,
+     "sharded: reduce-scatter every micro-batch and add into the sharded gradient (less memory, K times the "
+     "traffic); no-sync: keep unsharded gradients over the micro-batches and reduce once"},
+
+    {SCHEDULE, "--seq-len", BOTH, "T", NOTE(SPELL(DEFAULT_SEQ_LEN) ", or the model's max_seq_len if smaller"),
+     set_seq_len, "tokens per sequence"},
+    {SCHEDULE, "--batch-size", BOTH, "B", DEFAULT("8"), set_batch_size, "sequences per rank per micro-batch"},
+    {SCHEDULE, "--global-batch-size", BOTH, "G", NOTE("unset"), set_global_batch_size,
+     "sequences per step over all ranks and micro-batches: B = G / (W K)"},
+    {SCHEDULE, "--steps", BOTH, "N", DEFAULT("50"), set_steps, "optimizer steps"},
+    {SCHEDULE, "--seed", BOTH, "N", DEFAULT("1337"), set_seed, "seed of the initial weights and of the batches"},
+
+    {OPTIMIZER, "--lr", BOTH, "X", DEFAULT("6e-4"), set_lr, "peak learning rate"},
+    {OPTIMIZER, "--min-lr", BOTH, "X", NOTE("--lr / " SPELL(MIN_LR_DIVISOR)), set_min_lr,
+     "learning rate at the end of the decay"},
+    {OPTIMIZER, "--warmup", BOTH, "N", DEFAULT("10"), set_warmup, "warmup steps"},
+    {OPTIMIZER, "--weight-decay", BOTH, "X", DEFAULT("0.1"), set_weight_decay, "decoupled weight decay"},
+    {OPTIMIZER, "--grad-clip", BOTH, "X", DEFAULT("1"), set_grad_clip,
+     "clip the global gradient norm to X; 0 disables"},
+    {OPTIMIZER, "--beta1", BOTH, "X", DEFAULT("0.9"), set_beta1, "decay of the gradients' running mean, in [0, 1)"},
+    {OPTIMIZER, "--beta2", BOTH, "X", DEFAULT("0.95"), set_beta2,
+     "decay of the squared gradients' running mean, in [0, 1)"},
+    {OPTIMIZER, "--eps", BOTH, "X", DEFAULT("1e-8"), set_eps, "added to the update's denominator"},
+
+    {DATA, "--data", TRAIN, "FILE", REQUIRED, set_data, "token file"},
+    {DATA, "--data", PLAN, "FILE", NOTE("none"), set_data, "token file, whose tokens' memory the plan then counts"},
+    {DATA, "--data-format", BOTH, "auto|text|nanogpt|llmc", DEFAULT("auto"), set_data_format,
+     "text: bytes; nanogpt: uint16 .bin; llmc: llm.c .bin (by its magic); auto tells them apart"},
+    {DATA, "--val-fraction", BOTH, "X", DEFAULT("0.1"), set_val_fraction,
+     "last fraction of the tokens kept for validation, in [0, 1)"},
+    {DATA, "--val-every", BOTH, "N", DEFAULT("0"), set_val_every, "validate every N steps; 0 never"},
+    {DATA, "--val-batches", BOTH, "N", DEFAULT("4"), set_val_batches, "batches per validation"},
+
+    {OUTPUT, "--log", BOTH, "FILE", NOTE("none"), set_log, "metrics, one JSON object per step"},
+    {OUTPUT, "--trace", BOTH, "FILE", NOTE("none"), set_trace,
+     "Chrome trace JSON of --trace-steps (ui.perfetto.dev, chrome://tracing)"},
+    {OUTPUT, "--trace-steps", BOTH, "A:B", NOTE(STEP_RANGE_DEFAULT), set_trace_steps, "the steps the trace covers"},
+    {OUTPUT, "--memory-snapshot", BOTH, "FILE", NOTE("none"), set_memory_snapshot,
+     "every allocation and free of --snapshot-steps, for fsdp memviz"},
+    {OUTPUT, "--snapshot-steps", BOTH, "A:B", NOTE(STEP_RANGE_DEFAULT), set_snapshot_steps,
+     "the steps the snapshot covers"},
+};
+enum { N_FLAGS = sizeof FLAGS / sizeof FLAGS[0] };
+
+/* ---- parsing ---- */
+
+static const char *command_name(enum options_command command) { return command == OPTIONS_PLAN ? "plan" : "train"; }
+
+static int takes(const struct flag *f, enum options_command command) { return (f->commands & (1u << command)) != 0; }
+
+/* --model goes first: the preset replaces the whole shape, shape flags included. */
+static int is_model(const struct flag *f) { return f->apply == set_model; }
+
+struct flag_arg {
+  const struct flag *flag;
+  const char *value;
+};
+
+static void apply(struct train_options *o, struct flag_arg a) { a.flag->apply(o, a.flag->name, a.value); }
+
+static void set_defaults(enum options_command command, struct train_options *o) {
   memset(o, 0, sizeof *o);
-  apply_model(o, DEFAULT_MODEL);
-  o->seq_len = 0; /* resolved once the model's max_seq_len is final */
-  o->batch_size = DEFAULT_BATCH_SIZE;
-  o->steps = DEFAULT_STEPS;
-  o->lr = DEFAULT_LR;
-  o->min_lr = -1.0f; /* resolved from --lr unless given */
-  o->warmup = DEFAULT_WARMUP;
-  o->weight_decay = DEFAULT_WEIGHT_DECAY;
-  o->grad_clip = DEFAULT_GRAD_CLIP;
-  o->beta1 = DEFAULT_BETA1;
-  o->beta2 = DEFAULT_BETA2;
-  o->eps = DEFAULT_EPS;
-  o->seed = DEFAULT_SEED;
-  o->data_format = DEFAULT_DATA_FORMAT;
-  o->device = "cpu";
-  o->val_fraction = DEFAULT_VAL_FRACTION;
-  o->val_every = DEFAULT_VAL_EVERY;
-  o->val_batches = DEFAULT_VAL_BATCHES;
-  o->sharding = SHARD_FULL;
-  o->overlap = FSDP_OVERLAP_DEFAULT;
-  o->trace_first = 0; /* resolved once --steps is final */
-  o->snapshot_first = 0;
-  o->loss_scale = 0.0f; /* resolved once --param-dtype is final */
-  o->grad_accum = 1;
-  o->accum_mode = ACCUM_SHARDED;
-  o->format = "text";
+  o->min_lr = -1.0f; /* 0 is a valid --min-lr, so "not given" needs a value of its own */
+  for (size_t i = 0; i < N_FLAGS; i++)
+    if (takes(&FLAGS[i], command) && FLAGS[i].def.kind == DEFAULT_VALUE)
+      apply(o, (struct flag_arg){&FLAGS[i], FLAGS[i].def.text});
 }
 
-static int find_flag(const char *name, size_t name_len) {
-  for (int id = 0; id < F_NUM_FLAGS; id++)
-    if (strlen(FLAG_NAMES[id]) == name_len && strncmp(FLAG_NAMES[id], name, name_len) == 0) return id;
-  return -1;
+static const struct flag *find_flag(enum options_command command, const char *name, size_t name_len) {
+  for (size_t i = 0; i < N_FLAGS; i++)
+    if (takes(&FLAGS[i], command) && strlen(FLAGS[i].name) == name_len && strncmp(FLAGS[i].name, name, name_len) == 0)
+      return &FLAGS[i];
+  return NULL;
 }
 
 static int is_help(const char *arg) { return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0; }
@@ -259,7 +415,7 @@ static int is_help(const char *arg) { return strcmp(arg, "--help") == 0 || strcm
  * A value is either after '=' or the next argument; a next argument that is itself a
  * flag means the value was forgotten. */
 static int collect_flags(enum options_command command, int argc, char **argv, struct flag_arg *out) {
-  const char *name = command == OPTIONS_PLAN ? "plan" : "train";
+  const char *name = command_name(command);
   int n = 0;
   for (int i = 0; i < argc; i++) {
     const char *arg = argv[i];
@@ -268,71 +424,27 @@ static int collect_flags(enum options_command command, int argc, char **argv, st
     if (arg[0] != '-') fsdp_fatal("unexpected argument '%s' (see fsdp %s --help)", arg, name);
     const char *eq = strchr(arg, '=');
     size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
-    int id = find_flag(arg, name_len);
-    if (id < 0 || !flag_allowed(command, (enum flag_id)id))
-      fsdp_fatal("unknown flag '%.*s' (see fsdp %s --help)", (int)name_len, arg, name);
+    const struct flag *flag = find_flag(command, arg, name_len);
+    if (!flag) fsdp_fatal("unknown flag '%.*s' (see fsdp %s --help)", (int)name_len, arg, name);
     const char *value;
     if (eq) {
       value = eq + 1;
     } else {
-      if (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0) fsdp_fatal("%s: missing value", FLAG_NAMES[id]);
+      if (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0) fsdp_fatal("%s: missing value", flag->name);
       value = argv[++i];
     }
-    if (value[0] == '\0') fsdp_fatal("%s: missing value", FLAG_NAMES[id]);
-    out[n++] = (struct flag_arg){(enum flag_id)id, value};
+    if (value[0] == '\0') fsdp_fatal("%s: missing value", flag->name);
+    out[n++] = (struct flag_arg){flag, value};
   }
   return n;
 }
 
-static void apply_flag(struct train_options *o, enum flag_id id, const char *v) {
-  const char *flag = FLAG_NAMES[id];
-  switch (id) {
-    case F_MODEL: break; /* applied before every other flag */
-    case F_N_LAYER: o->gpt2.n_layer = parse_positive_int(flag, v); break;
-    case F_N_HEAD: o->gpt2.n_head = parse_positive_int(flag, v); break;
-    case F_N_EMBD: o->gpt2.n_embd = parse_positive_int(flag, v); break;
-    case F_VOCAB_SIZE: o->gpt2.vocab_size = parse_positive_int(flag, v); break;
-    case F_BLOCK_SIZE: o->gpt2.max_seq_len = parse_positive_int(flag, v); break;
-    case F_SEQ_LEN: o->seq_len = parse_positive_int(flag, v); break;
-    case F_BATCH_SIZE: o->batch_size = parse_positive_int(flag, v); break;
-    case F_GLOBAL_BATCH_SIZE: o->global_batch_size = parse_nonnegative_int(flag, v); break;
-    case F_STEPS: o->steps = parse_positive_int(flag, v); break;
-    case F_LR: o->lr = parse_positive_float(flag, v); break;
-    case F_MIN_LR: o->min_lr = parse_nonnegative_float(flag, v); break;
-    case F_WARMUP: o->warmup = parse_nonnegative_int(flag, v); break;
-    case F_WEIGHT_DECAY: o->weight_decay = parse_nonnegative_float(flag, v); break;
-    case F_GRAD_CLIP: o->grad_clip = parse_nonnegative_float(flag, v); break;
-    case F_BETA1: o->beta1 = parse_unit_interval(flag, v); break;
-    case F_BETA2: o->beta2 = parse_unit_interval(flag, v); break;
-    case F_EPS: o->eps = parse_positive_float(flag, v); break;
-    case F_SEED: o->seed = parse_u64(flag, v); break;
-    case F_DATA: o->data = v; break;
-    case F_DATA_FORMAT: o->data_format = parse_data_format(v); break;
-    case F_VAL_FRACTION: o->val_fraction = parse_unit_interval(flag, v); break;
-    case F_VAL_EVERY: o->val_every = parse_nonnegative_int(flag, v); break;
-    case F_VAL_BATCHES: o->val_batches = parse_positive_int(flag, v); break;
-    case F_LOG: o->log_path = v; break;
-    case F_SHARDING: o->sharding = parse_sharding(v); break;
-    case F_PREFETCH: o->overlap.prefetch = parse_nonnegative_int(flag, v); break;
-    case F_BACKWARD_PREFETCH: o->overlap.backward_prefetch = parse_backward_prefetch(v); break;
-    case F_MAX_UNSHARDED: o->overlap.max_unsharded = parse_positive_int(flag, v); break;
-    case F_OVERLAP: o->overlap.blocking = !parse_on_off(flag, v); break;
-    case F_TRACE: o->trace_path = v; break;
-    case F_TRACE_STEPS: parse_step_range(flag, v, &o->trace_first, &o->trace_last); break;
-    case F_AC: o->ac_every = parse_ac(flag, v); break;
-    case F_PARAM_DTYPE: o->mp.param_dtype = parse_dtype(flag, v, 1); break;
-    case F_REDUCE_DTYPE: o->mp.reduce_dtype = parse_dtype(flag, v, 0); break;
-    case F_LOSS_SCALE: o->loss_scale = parse_positive_float(flag, v); break;
-    case F_GRAD_ACCUM: o->grad_accum = parse_positive_int(flag, v); break;
-    case F_ACCUM_MODE: o->accum_mode = parse_accum_mode(flag, v); break;
-    case F_MEMORY_SNAPSHOT: o->snapshot_path = v; break;
-    case F_SNAPSHOT_STEPS: parse_step_range(flag, v, &o->snapshot_first, &o->snapshot_last); break;
-    case F_WORLD_SIZE: o->world_size = parse_positive_int(flag, v); break;
-    case F_FORMAT:
-      if (strcmp(v, "text") != 0 && strcmp(v, "json") != 0) fsdp_fatal("%s: must be text or json, got '%s'", flag, v);
-      o->format = v;
-      break;
-    case F_NUM_FLAGS: FSDP_CHECK(!"not a flag"); break;
+static void check_required(enum options_command command, const struct flag_arg *args, int n) {
+  for (size_t i = 0; i < N_FLAGS; i++) {
+    if (!takes(&FLAGS[i], command) || FLAGS[i].def.kind != DEFAULT_REQUIRED) continue;
+    int given = 0;
+    for (int a = 0; a < n; a++) given |= args[a].flag == &FLAGS[i];
+    if (!given) fsdp_fatal("%s is required (see fsdp %s --help)", FLAGS[i].name, command_name(command));
   }
 }
 
@@ -340,16 +452,14 @@ static void apply_flag(struct train_options *o, enum flag_id id, const char *v) 
 /* The first and last step of a range left unset: steps 2 and 3, or the last step if fewer. */
 static void resolve_step_range(const char *flag, int steps, int *first, int *last) {
   if (*first == 0) {
-    *first = DEFAULT_TRACE_FIRST < steps ? DEFAULT_TRACE_FIRST : steps;
-    *last = DEFAULT_TRACE_LAST < steps ? DEFAULT_TRACE_LAST : steps;
+    *first = DEFAULT_FIRST_STEP < steps ? DEFAULT_FIRST_STEP : steps;
+    *last = DEFAULT_LAST_STEP < steps ? DEFAULT_LAST_STEP : steps;
   } else if (*last > steps) {
     fsdp_fatal("%s: step %d is past the last step %d (--steps)", flag, *last, steps);
   }
 }
 
-static void resolve_and_check(enum options_command command, struct train_options *o) {
-  if (command == OPTIONS_TRAIN && !o->data) fsdp_fatal("--data is required (see fsdp train --help)");
-  if (command == OPTIONS_PLAN && !o->world_size) fsdp_fatal("--world-size is required (see fsdp plan --help)");
+static void resolve_and_check(struct train_options *o) {
   const char *problem = gpt2_config_problem(&o->gpt2);
   if (problem) fsdp_fatal("model '%s': %s", o->model, problem);
   if (o->seq_len == 0)
@@ -381,7 +491,7 @@ int train_options_batch_per_rank(const struct train_options *o, int world_size) 
 /* argv[0] is the command name ("train"), as in main's argv, so that the same argv
  * can go through MPI_Init first. */
 int train_options_parse(enum options_command command, struct train_options *o, int argc, char **argv) {
-  set_defaults(o);
+  set_defaults(command, o);
   int n_args = argc > 1 ? argc - 1 : 0;
   struct flag_arg *args = fsdp_xmalloc(sizeof *args * (size_t)(n_args > 0 ? n_args : 1));
   int n = collect_flags(command, n_args, argv + 1, args);
@@ -391,90 +501,80 @@ int train_options_parse(enum options_command command, struct train_options *o, i
     return 1;
   }
   for (int i = 0; i < n; i++)
-    if (args[i].id == F_MODEL) apply_model(o, args[i].value);
-  for (int i = 0; i < n; i++) apply_flag(o, args[i].id, args[i].value);
+    if (is_model(args[i].flag)) apply(o, args[i]);
+  for (int i = 0; i < n; i++)
+    if (!is_model(args[i].flag)) apply(o, args[i]);
+  check_required(command, args, n);
   free(args);
-  resolve_and_check(command, o);
+  resolve_and_check(o);
   return 0;
 }
 
-void train_options_print_help(enum options_command command) {
-  if (command == OPTIONS_PLAN) {
-    printf("usage: fsdp plan --world-size W [train options]   (no --data needed)\n\n");
-    printf("Prints, without allocating the model, the bytes per rank by category at the peak of a\n"
-           "training step and the bytes each rank sends and receives per step.\n\n");
-    printf("  --world-size W          ranks the plan is for (required)\n");
-    printf("  --format text|json      (default text)\n\n");
-  } else {
-    printf("usage: fsdp train --data FILE [options]   (flags take '--flag VALUE' or '--flag=VALUE')\n\n");
+/* ---- --help ---- */
+
+enum { HELP_INDENT = 2, HELP_TEXT_COLUMN = 32, HELP_WIDTH = 100 };
+
+/* Writes word at column of a wrapped entry, first starting a new line when it would
+ * pass HELP_WIDTH; returns the column after it. */
+static int put_word(int column, const char *word, int len) {
+  if (column > HELP_TEXT_COLUMN && column + 1 + len > HELP_WIDTH) {
+    printf("\n%*s", HELP_TEXT_COLUMN, "");
+    column = HELP_TEXT_COLUMN;
+  } else if (column > HELP_TEXT_COLUMN) {
+    column += printf(" ");
   }
-  printf("model:\n");
-  printf("  --model NAME            preset: %s (default %s)\n", gpt2_preset_names(), DEFAULT_MODEL);
-  printf("  --n-layer N             transformer blocks (default: from the preset)\n");
-  printf("  --n-head N              attention heads (default: from the preset)\n");
-  printf("  --n-embd N              embedding width (default: from the preset)\n");
-  printf("  --vocab-size N          vocabulary size; every token id must be below it (default: from the preset)\n");
-  printf("  --block-size N          the model's max_seq_len, rows of the position embedding (default: from the preset)\n");
-  printf("  --sharding S            full (ZeRO-3), grad-op (ZeRO-2) or none (DDP) (default full)\n");
-  printf("\noverlap of communication with compute:\n");
-  printf("  --prefetch N            units ahead whose all-gather runs during a forward (default %d)\n",
-         FSDP_OVERLAP_DEFAULT.prefetch);
-  printf("  --backward-prefetch M   gather the next unit of the backward before (pre) or after (post) a unit's\n"
-         "                          gradient computation, or not ahead at all (none) (default %s)\n",
-         backward_prefetch_name(FSDP_OVERLAP_DEFAULT.backward_prefetch));
-  printf("  --max-unsharded N       units (the root aside) gathered at once under full sharding (default %d)\n",
-         FSDP_OVERLAP_DEFAULT.max_unsharded);
-  printf("  --overlap on|off        off: wait for every collective as soon as it is launched (default on)\n");
-  printf("\nmemory:\n");
-  printf("  --ac none|full|every:K  activation checkpointing of all blocks, or of every K-th one (blocks K-1,\n"
-         "                          2K-1, ...): a checkpointed block keeps only its input, and its backward\n"
-         "                          recomputes its forward (default none)\n");
-  printf("  --param-dtype D         fp32, bf16 or fp16: dtype of the gathered parameters (the all-gather moves\n"
-         "                          it) and of the unsharded gradients; master weights and AdamW stay fp32\n"
-         "                          (default fp32)\n");
-  printf("  --reduce-dtype D        fp32 or bf16: dtype of the gradient reduce-scatter (default fp32)\n");
-  printf("  --loss-scale X          fp16: initial dynamic loss scale; a step whose gradients overflow is\n"
-         "                          skipped and the scale halved, and it doubles after 2000 good steps\n"
-         "                          (default %g)\n", DEFAULT_LOSS_SCALE);
-  printf("  --grad-accum K          micro-batches of --batch-size per optimizer step (default 1)\n");
-  printf("  --accum-mode M          sharded: reduce-scatter every micro-batch and add into the sharded\n"
-         "                          gradient (less memory, K times the traffic); no-sync: keep unsharded\n"
-         "                          gradients over the micro-batches and reduce once (default sharded)\n");
-  printf("\nbatch and schedule:\n");
-  printf("  --seq-len T             tokens per sequence (default %d, or the model's max_seq_len if smaller)\n",
-         DEFAULT_SEQ_LEN);
-  printf("  --batch-size B          sequences per rank per micro-batch (default %d)\n", DEFAULT_BATCH_SIZE);
-  printf("  --global-batch-size G   sequences per step over all ranks and micro-batches: B = G / (W K)\n"
-         "                          (default: unset)\n");
-  printf("  --steps N               optimizer steps (default %d)\n", DEFAULT_STEPS);
-  printf("  --seed N                seed of the initial weights and of the batches (default %llu)\n",
-         (unsigned long long)DEFAULT_SEED);
-  printf("\noptimizer (AdamW; the learning rate warms up to --lr, then decays to --min-lr):\n");
-  printf("  --lr X                  peak learning rate (default %g)\n", DEFAULT_LR);
-  printf("  --min-lr X              learning rate at the end of the decay (default: --lr / %g)\n", MIN_LR_DIVISOR);
-  printf("  --warmup N              warmup steps (default %d)\n", DEFAULT_WARMUP);
-  printf("  --weight-decay X        decoupled weight decay (default %g)\n", DEFAULT_WEIGHT_DECAY);
-  printf("  --grad-clip X           clip the global gradient norm to X; 0 disables (default %g)\n",
-         DEFAULT_GRAD_CLIP);
-  printf("  --beta1 X               (default %g)\n", DEFAULT_BETA1);
-  printf("  --beta2 X               (default %g)\n", DEFAULT_BETA2);
-  printf("  --eps X                 (default %g)\n", DEFAULT_EPS);
-  printf("\ndata:\n");
-  printf("  --data FILE             token file (%s)\n",
-         command == OPTIONS_PLAN ? "optional: the plan counts its tokens' memory" : "required");
-  printf("  --data-format F         auto, text (bytes), nanogpt (uint16 .bin) or llmc (llm.c .bin) (default %s)\n",
-         DEFAULT_DATA_FORMAT);
-  printf("  --val-fraction X        last fraction of the tokens kept for validation, in [0, 1) (default %g)\n",
-         DEFAULT_VAL_FRACTION);
-  printf("  --val-every N           validate every N steps; 0 never (default %d)\n", DEFAULT_VAL_EVERY);
-  printf("  --val-batches N         batches per validation (default %d)\n", DEFAULT_VAL_BATCHES);
-  printf("\noutput:\n");
-  printf("  --log FILE              metrics, one JSON object per step (default: none)\n");
-  printf("  --trace FILE            Chrome trace JSON of --trace-steps (ui.perfetto.dev, chrome://tracing)\n");
-  printf("  --trace-steps A:B       the steps the trace covers (default %d:%d, or the last step if fewer)\n",
-         DEFAULT_TRACE_FIRST, DEFAULT_TRACE_LAST);
-  printf("  --memory-snapshot FILE  every allocation and free of --snapshot-steps, for fsdp memviz\n");
-  printf("  --snapshot-steps A:B    the steps the snapshot covers (default %d:%d, or the last step if fewer)\n",
-         DEFAULT_TRACE_FIRST, DEFAULT_TRACE_LAST);
-  printf("  -h, --help              this text\n");
+  return column + printf("%.*s", len, word);
+}
+
+/* "  LEFT    TEXT TAIL": TEXT word-wrapped in a column of its own, TAIL (the default)
+ * kept whole; a LEFT too wide for its column puts the rest on the next line. */
+static void print_entry(const char *left, const char *text, const char *tail) {
+  int column = printf("%*s%s", HELP_INDENT, "", left);
+  if (column > HELP_TEXT_COLUMN - 2) {
+    printf("\n");
+    column = 0;
+  }
+  column += printf("%*s", HELP_TEXT_COLUMN - column, "");
+  for (const char *word = text + strspn(text, " "); *word; word += strspn(word, " ")) {
+    int len = (int)strcspn(word, " ");
+    column = put_word(column, word, len);
+    word += len;
+  }
+  if (tail) put_word(column, tail, (int)strlen(tail));
+  printf("\n");
+}
+
+static void print_flag(const struct flag *f) {
+  char left[64], text[512], tail[128];
+  snprintf(left, sizeof left, "%s %s", f->name, f->metavar);
+  /* The presets are gpt2.c's, known here only at run time. */
+  snprintf(text, sizeof text, "%s %s", f->help, is_model(f) ? gpt2_preset_names() : "");
+  switch (f->def.kind) {
+    case DEFAULT_VALUE: snprintf(tail, sizeof tail, "(default %s)", f->def.text); break;
+    case DEFAULT_NOTE: snprintf(tail, sizeof tail, "(default: %s)", f->def.text); break;
+    case DEFAULT_REQUIRED: snprintf(tail, sizeof tail, "(required)"); break;
+  }
+  print_entry(left, text, tail);
+}
+
+static void print_usage(enum options_command command) {
+  printf("usage: fsdp %s", command_name(command));
+  for (size_t i = 0; i < N_FLAGS; i++)
+    if (takes(&FLAGS[i], command) && FLAGS[i].def.kind == DEFAULT_REQUIRED)
+      printf(" %s %s", FLAGS[i].name, FLAGS[i].metavar);
+  printf(" [options]   (flags take '--flag VALUE' or '--flag=VALUE')\n");
+  if (command == OPTIONS_PLAN)
+    printf("\nPrints, without allocating the model, the bytes per rank by category at the peak of a\n"
+           "training step and the bytes each rank sends and receives per step.\n");
+}
+
+void train_options_print_help(enum options_command command) {
+  print_usage(command);
+  const char *section = NULL;
+  for (size_t i = 0; i < N_FLAGS; i++) {
+    if (!takes(&FLAGS[i], command)) continue;
+    if (FLAGS[i].section != section) printf("\n%s:\n", section = FLAGS[i].section);
+    print_flag(&FLAGS[i]);
+  }
+  print_entry("-h, --help", "this text", NULL);
 }
