@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "fsdp/device.h"
 #include "fsdp/comm.h"
 #include "fsdp/gpt2.h"
 #include "fsdp/memory.h"
@@ -59,7 +60,7 @@ static void make_batch(int step, int first, int count, int *inputs, int *targets
 
 static size_t mem_current(enum mem_category c) {
   struct mem_stats s;
-  mem_get_stats(&s);
+  device_memory_stats(device_cpu(), &s);
   return s.current[c];
 }
 
@@ -105,7 +106,7 @@ static void check_after_backward(struct gpt2 *g, enum sharding_strategy s, const
   for (int l = 0; l < CONFIG.n_layer; l++)
     if (padded_bytes(g->blocks[l]) > largest_block) largest_block = padded_bytes(g->blocks[l]);
   struct mem_stats st;
-  mem_get_stats(&st);
+  device_memory_stats(device_cpu(), &st);
   int blocks = o->blocking || (o->prefetch == 0 && o->backward_prefetch == BACKWARD_PREFETCH_NONE)
                    ? 1
                    : o->max_unsharded;
@@ -141,7 +142,7 @@ static void train(struct comm_group *group, enum sharding_strategy s, const stru
   struct fsdp_model m;
   struct gpt2 g;
   int K = v->micro_batches, micro = rows / K;
-  fsdp_model_init(&m, group, s, overlap, NULL);
+  fsdp_model_init(&m, device_cpu(), group, s, overlap, NULL);
   gpt2_create(&g, &CONFIG, &m, micro, SEQ, v->ac_every);
   fsdp_model_init_params(&m, SEED);
   out->n_params = fsdp_model_numel(&m);
@@ -155,7 +156,7 @@ static void train(struct comm_group *group, enum sharding_strategy s, const stru
    * noise still and leaves the real gradients (>= 1e-4 here) as they are. */
   struct adamw_config adamw = {.lr = 3e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-6f, .weight_decay = 0.1f};
   for (int step = 0; step < STEPS; step++) {
-    mem_reset_peaks();
+    device_reset_peaks(device_cpu());
     double loss = 0.0;
     for (int k = 0; k < K; k++) {
       make_batch(step, first_row + k * micro, micro, inputs, targets);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fsdp/device.h"
 #include "fsdp/comm.h"
 #include "fsdp/dtype.h"
 #include "fsdp/gpt2.h"
@@ -42,7 +43,7 @@ int main(int argc, char **argv) {
   struct fsdp_model m;
   struct gpt2 g;
   struct fsdp_mixed_precision mp = {.param_dtype = (enum dtype)dtype, .reduce_dtype = DTYPE_F32};
-  fsdp_model_init(&m, comm_self(), SHARD_FULL, NULL, &mp);
+  fsdp_model_init(&m, device_cpu(), comm_self(), SHARD_FULL, NULL, &mp);
   gpt2_create(&g, &CONFIG, &m, B, T, 0);
   g.keep_logits = 1;
   fsdp_model_init_params(&m, SEED);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fsdp/device.h"
 #include "fsdp/error.h"
 #include "fsdp/nn.h"
 #include "fsdp/rng.h"
@@ -16,6 +17,12 @@
 static const uint64_t SEED = 1234;
 static FILE *out_file;
 static uint64_t next_stream;
+/* The cpu device's kernels, on the calling thread. */
+static struct nn_ctx cpu;
+
+static struct tensor f1(float *x, int n) { return tensor_1d(x, DTYPE_F32, (size_t)n); }
+static struct tensor f2(float *x, int rows, int cols) { return tensor_2d(x, DTYPE_F32, (size_t)rows, (size_t)cols); }
+static struct tensor i2(int *x, int rows, int cols) { return tensor_2d(x, DTYPE_I32, (size_t)rows, (size_t)cols); }
 
 /* n normal values times scale plus shift, each tensor from its own Philox stream. */
 static float *randn(size_t n, float scale, float shift) {
@@ -50,8 +57,8 @@ static void test_encoder(int B, int T, int C, int V, int maxT) {
   float *out = randn((size_t)B * T * C, 1.0f, 0.0f), *dout = randn((size_t)B * T * C, 1.0f, 0.0f);
   float *dwte0 = randn((size_t)V * C, 1.0f, 0.0f), *dwpe0 = randn((size_t)maxT * C, 1.0f, 0.0f);
   float *dwte = copy(dwte0, (size_t)V * C), *dwpe = copy(dwpe0, (size_t)maxT * C);
-  encoder_forward(out, inp, wte, wpe, B, T, C);
-  encoder_backward(dwte, dwpe, dout, inp, B, T, C);
+  nn_encoder_forward(&cpu, f2(out, B * T, C), i2(inp, B, T), f2(wte, V, C), f2(wpe, maxT, C));
+  nn_encoder_backward(&cpu, f2(dwte, V, C), f2(dwpe, maxT, C), f2(dout, B * T, C), i2(inp, B, T));
   tensor_file_write_ints(out_file, "encoder/inp", inp, DIMS(B, T));
   W(wte, DIMS(V, C));
   W(wpe, DIMS(maxT, C));
@@ -74,8 +81,9 @@ static void test_layernorm(int N, int C) {
   float *dout = randn(n, 1.0f, 0.0f), *dinp0 = randn(n, 1.0f, 0.0f);
   float *dweight0 = randn((size_t)C, 1.0f, 0.0f), *dbias0 = randn((size_t)C, 1.0f, 0.0f);
   float *dinp = copy(dinp0, n), *dweight = copy(dweight0, (size_t)C), *dbias = copy(dbias0, (size_t)C);
-  layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
-  layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  nn_layernorm_forward(&cpu, f2(out, N, C), f1(mean, N), f1(rstd, N), f2(inp, N, C), f1(weight, C), f1(bias, C));
+  nn_layernorm_backward(&cpu, f2(dinp, N, C), f1(dweight, C), f1(dbias, C), f2(dout, N, C), f2(inp, N, C),
+                        f1(weight, C), f1(mean, N), f1(rstd, N));
   W(inp, DIMS(N, C));
   W(weight, DIMS(C));
   W(bias, DIMS(C));
@@ -103,8 +111,9 @@ static void test_matmul(const char *kernel, int N, int C, int OC, int with_bias)
   float *dbias0 = randn((size_t)OC, 1.0f, 0.0f);
   float *dinp = copy(dinp0, (size_t)N * C), *dweight = copy(dweight0, (size_t)OC * C);
   float *dbias = copy(dbias0, (size_t)OC);
-  matmul_forward(out, inp, weight, bias, N, C, OC);
-  matmul_backward(dinp, dweight, with_bias ? dbias : NULL, dout, inp, weight, N, C, OC);
+  nn_matmul_forward(&cpu, f2(out, N, OC), f2(inp, N, C), f2(weight, OC, C), with_bias ? f1(bias, OC) : TENSOR_NONE);
+  nn_matmul_backward(&cpu, f2(dinp, N, C), f2(dweight, OC, C), with_bias ? f1(dbias, OC) : TENSOR_NONE,
+                     f2(dout, N, OC), f2(inp, N, C), f2(weight, OC, C));
   W(inp, DIMS(N, C));
   W(weight, DIMS(OC, C));
   if (with_bias) {
@@ -128,8 +137,9 @@ static void test_attention(const char *kernel, int B, int T, int C, int NH) {
   float *qkv = randn(nqkv, 1.0f, 0.0f), *out = randn(nout, 1.0f, 0.0f), *att = randn(natt, 1.0f, 0.0f);
   float *dout = randn(nout, 1.0f, 0.0f), *dqkv0 = randn(nqkv, 1.0f, 0.0f), *dqkv = copy(dqkv0, nqkv);
   float sizes[4] = {(float)B, (float)T, (float)C, (float)NH};
-  attention_forward(out, att, qkv, B, T, C, NH);
-  attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
+  struct tensor att4 = tensor_4d(att, DTYPE_F32, (size_t)B, (size_t)NH, (size_t)T, (size_t)T);
+  nn_attention_forward(&cpu, f2(out, B * T, C), att4, f2(qkv, B * T, 3 * C));
+  nn_attention_backward(&cpu, f2(dqkv, B * T, 3 * C), f2(dout, B * T, C), f2(qkv, B * T, 3 * C), att4);
   W(sizes, DIMS(4));
   W(qkv, DIMS(B, T, 3 * C));
   W(out, DIMS(B, T, C));
@@ -146,8 +156,8 @@ static void test_gelu(int N) {
   /* Scale 3 reaches the tails, where tanh saturates. */
   float *inp = randn((size_t)N, 3.0f, 0.0f), *out = randn((size_t)N, 1.0f, 0.0f);
   float *dout = randn((size_t)N, 1.0f, 0.0f), *dinp0 = randn((size_t)N, 1.0f, 0.0f), *dinp = copy(dinp0, (size_t)N);
-  gelu_forward(out, inp, N);
-  gelu_backward(dinp, inp, dout, N);
+  nn_gelu_forward(&cpu, f1(out, N), f1(inp, N));
+  nn_gelu_backward(&cpu, f1(dinp, N), f1(inp, N), f1(dout, N));
   W(inp, DIMS(N));
   W(out, DIMS(N));
   W(dout, DIMS(N));
@@ -167,9 +177,10 @@ static void test_crossentropy(int N, int V) {
   int *targets = randint((size_t)N, V);
   float *dlogits0 = randn(n, 1.0f, 0.0f), *dlogits = copy(dlogits0, n);
   float dloss[1] = {1.0f / (float)N};
-  softmax_crossentropy_forward(probs, losses, logits, targets, N, V);
-  softmax_crossentropy_forward(inplace, inplace_losses, inplace, targets, N, V);
-  softmax_crossentropy_backward(dlogits, probs, targets, dloss[0], N, V);
+  struct tensor target_ids = tensor_1d(targets, DTYPE_I32, (size_t)N);
+  nn_softmax_crossentropy_forward(&cpu, f2(probs, N, V), f1(losses, N), f2(logits, N, V), target_ids);
+  nn_softmax_crossentropy_forward(&cpu, f2(inplace, N, V), f1(inplace_losses, N), f2(inplace, N, V), target_ids);
+  nn_softmax_crossentropy_backward(&cpu, f2(dlogits, N, V), f2(probs, N, V), target_ids, dloss[0]);
   W(logits, DIMS(N, V));
   tensor_file_write_ints(out_file, "crossentropy/targets", targets, DIMS(N));
   W(probs, DIMS(N, V));
@@ -190,6 +201,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   out_file = tensor_file_create(argv[1]);
+  cpu = (struct nn_ctx){device_cpu(), device_host_stream_create(device_cpu(), "kernels")};
   int B = 2, T = 5, C = 12, NH = 3, OC = 20, V = 11;
   test_encoder(B, T, C, V, T + 2);
   test_layernorm(B * T, C);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "fsdp/device.h"
 #include "fsdp/comm.h"
 #include "fsdp/memory.h"
 #include "fsdp/rng.h"
@@ -33,7 +34,7 @@ static float rank_grad(int r, size_t i) { return (float)(r + 1) * 0.25f + (float
 
 static size_t unsharded_bytes(enum mem_category c) {
   struct mem_stats s;
-  mem_get_stats(&s);
+  device_memory_stats(device_cpu(), &s);
   return s.current[c];
 }
 
@@ -42,7 +43,7 @@ static void check_strategy(enum sharding_strategy strategy) {
   int W = comm_size(world), rank = comm_rank(world);
   int mesh = strategy == SHARD_NONE ? 1 : W;
   struct fsdp_model m;
-  fsdp_model_init(&m, world, strategy, NULL, NULL);
+  fsdp_model_init(&m, device_cpu(), world, strategy, NULL, NULL);
   struct fsdp_unit *u = fsdp_model_add_unit(&m, "test unit", specs, N_PARAMS, 0);
   fsdp_unit_init_params(u, SEED);
   struct flat_layout *l = &u->layout;
@@ -66,11 +67,11 @@ static void check_strategy(enum sharding_strategy strategy) {
   ASSERT(unsharded_bytes(MEM_UNSHARDED_PARAMS) == (strategy == SHARD_NONE ? 0 : l->padded * sizeof(float)),
          "unsharded params bytes %zu after pre_forward", unsharded_bytes(MEM_UNSHARDED_PARAMS));
   for (int p = 0; p < N_PARAMS; p++) {
-    const float *view = fsdp_unit_param(u, p);
+    const float *view = fsdp_unit_param(u, p).data;
     for (size_t i = 0; i < l->params[p].numel; i++)
       ASSERT(view[i] == expected_param(p, i), "view of param %d element %zu is wrong", p, i);
   }
-  for (size_t i = l->numel; i < l->padded; i++) ASSERT(u->param_full[i] == 0.0f, "padding element %zu is not zero", i);
+  for (size_t i = l->numel; i < l->padded; i++) ASSERT(((float *)u->param_full)[i] == 0.0f, "padding element %zu is not zero", i);
 
   fsdp_post_forward(&m, u);
   if (strategy == SHARD_FULL)
@@ -81,7 +82,7 @@ static void check_strategy(enum sharding_strategy strategy) {
 
   fsdp_pre_backward(&m, u);
   for (int p = 0; p < N_PARAMS; p++) {
-    float *grad = fsdp_unit_grad(u, p);
+    float *grad = fsdp_unit_grad(u, p).data;
     for (size_t i = 0; i < l->params[p].numel; i++) {
       ASSERT(grad[i] == 0.0f, "gradient not zero at pre_backward");
       grad[i] = rank_grad(rank, l->params[p].offset + i);
@@ -124,7 +125,7 @@ static void check_accumulation(enum sharding_strategy strategy, int no_sync) {
   struct comm_group *world = comm_world();
   int W = comm_size(world), rank = comm_rank(world);
   struct fsdp_model m;
-  fsdp_model_init(&m, world, strategy, NULL, NULL);
+  fsdp_model_init(&m, device_cpu(), world, strategy, NULL, NULL);
   struct fsdp_unit *u = fsdp_model_add_unit(&m, "test unit", specs, N_PARAMS, 0);
   struct flat_layout *l = &u->layout;
   for (int k = 0; k < 2; k++) {
@@ -133,7 +134,7 @@ static void check_accumulation(enum sharding_strategy strategy, int no_sync) {
     fsdp_post_forward(&m, u);
     fsdp_pre_backward(&m, u);
     for (int p = 0; p < N_PARAMS; p++) {
-      float *grad = fsdp_unit_grad(u, p);
+      float *grad = fsdp_unit_grad(u, p).data;
       for (size_t i = 0; i < l->params[p].numel; i++) grad[i] += (float)(k + 1) * rank_grad(rank, l->params[p].offset + i);
     }
     fsdp_post_backward(&m, u);
