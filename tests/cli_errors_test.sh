@@ -133,6 +133,10 @@ COMMAND=plan expect_error "plan batch too large" "lower --batch-size or --seq-le
 expect_error "unknown --device" "--device: unknown device 'tpu' (known: cpu, cuda)" --data "$tmp/small.bin" \
   --device tpu
 expect_error "empty --device" "--device: missing value" --data "$tmp/small.bin" --device=
+# Where there is no GPU (or no CUDA in the build), the cuda device says so before anything runs.
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  expect_error "--device cuda without a GPU" "fsdp: error: --device cuda: " --data "$tmp/small.bin" --device cuda
+fi
 COMMAND=plan expect_error "plan unknown --device" "--device: unknown device 'CUDA' (known: cpu, cuda)" \
   --world-size 2 --device=CUDA
 
