@@ -23,7 +23,7 @@ allowed() {  # allowed LAYER: the layers it may include
     device) echo "core device" ;;
     comm) echo "core device comm" ;;
     fsdp) echo "core device comm fsdp" ;;
-    nn) echo "core nn" ;;
+    nn) echo "core device nn" ;;
     models) echo "core fsdp nn models" ;;
     cli) echo "core device comm fsdp nn models cli" ;;
   esac
