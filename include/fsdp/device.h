@@ -30,6 +30,9 @@ struct device *device_cpu(void);
  * message saying so. */
 struct device *device_open(enum device_kind kind, enum device_kind target);
 void device_close(struct device *d);
+/* 1 when this process can use a GPU (a cuda build that sees one); 0 otherwise, with the
+ * reason in why. Lets a GPU test skip where device_open(DEVICE_CUDA, ...) would end the job. */
+int device_cuda_available(char *why, size_t why_size);
 
 enum device_kind device_kind(const struct device *d);
 /* The kind whose kernels and sizes a meta device stands for; a real device's own kind. */

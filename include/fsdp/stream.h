@@ -30,6 +30,9 @@ int stream_is_host(const struct stream *s);
  * arg_bytes at arg are copied, so arg may live on the caller's stack. label names the
  * work in profile traces (a span on the stream's track while it runs). */
 void stream_launch(struct stream *s, const char *label, void (*fn)(void *arg), const void *arg, size_t arg_bytes);
+/* The cudaStream_t of a cuda stream, for the cuda backends of the kernels and the
+ * collectives to enqueue their work on; NULL on cpu and meta streams. */
+void *stream_native_handle(const struct stream *s);
 /* Work launched on s after this call starts only once e's recorded point is reached.
  * On the host stream the caller blocks until then. */
 void stream_wait_event(struct stream *s, struct event *e);

@@ -2,6 +2,7 @@
  * runs the backend's launcher on the calling thread, which enqueues the kernel or library
  * call on the stream and returns. Built only with FSDP_CUDA (cuda_none.c otherwise). */
 #include <cuda_runtime.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "backend.h"
@@ -59,7 +60,7 @@ static void pinned_free(void *ptr) { CUDA_CALL(cudaFreeHost(ptr)); }
 
 /* The compute ("host") stream is a stream of its own too: the legacy default stream
  * would synchronise with every other. */
-static void *stream_create(struct stream *s, int host) {
+static void *gpu_stream_create(struct stream *s, int host) {
   (void)s;
   (void)host;
   select_device();
@@ -68,32 +69,32 @@ static void *stream_create(struct stream *s, int host) {
   return stream;
 }
 
-static void stream_destroy(struct stream *s) {
+static void gpu_stream_destroy(struct stream *s) {
   CUDA_CALL(cudaStreamSynchronize((cudaStream_t)s->impl));
   CUDA_CALL(cudaStreamDestroy((cudaStream_t)s->impl));
 }
 
-static void stream_launch(struct stream *s, const char *label, void (*fn)(void *), const void *arg, size_t bytes) {
+static void gpu_stream_launch(struct stream *s, const char *label, void (*fn)(void *), const void *arg, size_t bytes) {
   (void)s;
   (void)label;
   (void)bytes;
   fn((void *)arg);
 }
 
-static void stream_wait_event(struct stream *s, struct event *e) {
+static void gpu_stream_wait_event(struct stream *s, struct event *e) {
   CUDA_CALL(cudaStreamWaitEvent((cudaStream_t)s->impl, (cudaEvent_t)e->impl, 0));
 }
 
-static void stream_synchronize(struct stream *s) { CUDA_CALL(cudaStreamSynchronize((cudaStream_t)s->impl)); }
+static void gpu_stream_synchronize(struct stream *s) { CUDA_CALL(cudaStreamSynchronize((cudaStream_t)s->impl)); }
 
 /* A GPU stream's busy time needs timing events around its work: not measured yet. */
-static void stream_times(struct stream *s, struct stream_times *out, int reset) {
+static void gpu_stream_times(struct stream *s, struct stream_times *out, int reset) {
   (void)s;
   (void)reset;
   out->busy_ms = out->blocked_ms = 0;
 }
 
-static void *event_create(struct device *d) {
+static void *gpu_event_create(struct device *d) {
   (void)d;
   select_device();
   cudaEvent_t e;
@@ -101,29 +102,29 @@ static void *event_create(struct device *d) {
   return e;
 }
 
-static void event_destroy(struct event *e) { CUDA_CALL(cudaEventDestroy((cudaEvent_t)e->impl)); }
+static void gpu_event_destroy(struct event *e) { CUDA_CALL(cudaEventDestroy((cudaEvent_t)e->impl)); }
 
-static void event_record(struct event *e, struct stream *s) {
+static void gpu_event_record(struct event *e, struct stream *s) {
   CUDA_CALL(cudaEventRecord((cudaEvent_t)e->impl, (cudaStream_t)s->impl));
 }
 
-static int event_query(const struct event *e) {
+static int gpu_event_query(const struct event *e) {
   cudaError_t rc = cudaEventQuery((cudaEvent_t)e->impl);
   if (rc == cudaErrorNotReady) return 0;
   CUDA_CALL(rc);
   return 1;
 }
 
-static void event_synchronize(struct event *e) { CUDA_CALL(cudaEventSynchronize((cudaEvent_t)e->impl)); }
+static void gpu_event_synchronize(struct event *e) { CUDA_CALL(cudaEventSynchronize((cudaEvent_t)e->impl)); }
 
-static void copy(struct stream *s, void *dst, const void *src, size_t bytes, int to_device, int from_device) {
+static void gpu_copy(struct stream *s, void *dst, const void *src, size_t bytes, int to_device, int from_device) {
   enum cudaMemcpyKind kind = to_device && from_device ? cudaMemcpyDeviceToDevice
                              : to_device              ? cudaMemcpyHostToDevice
                                                       : cudaMemcpyDeviceToHost;
   CUDA_CALL(cudaMemcpyAsync(dst, src, bytes, kind, (cudaStream_t)s->impl));
 }
 
-static void memset_async(struct stream *s, void *dst, int byte, size_t bytes) {
+static void gpu_memset(struct stream *s, void *dst, int byte, size_t bytes) {
   CUDA_CALL(cudaMemsetAsync(dst, byte, bytes, (cudaStream_t)s->impl));
 }
 
@@ -135,19 +136,19 @@ static const struct device_backend CUDA_BACKEND = {
     .raw_free = gpu_free,
     .pinned_alloc = pinned_alloc,
     .pinned_free = pinned_free,
-    .stream_create = stream_create,
-    .stream_destroy = stream_destroy,
-    .stream_launch = stream_launch,
-    .stream_wait_event = stream_wait_event,
-    .stream_synchronize = stream_synchronize,
-    .stream_times = stream_times,
-    .event_create = event_create,
-    .event_destroy = event_destroy,
-    .event_record = event_record,
-    .event_query = event_query,
-    .event_synchronize = event_synchronize,
-    .copy = copy,
-    .memset = memset_async,
+    .stream_create = gpu_stream_create,
+    .stream_destroy = gpu_stream_destroy,
+    .stream_launch = gpu_stream_launch,
+    .stream_wait_event = gpu_stream_wait_event,
+    .stream_synchronize = gpu_stream_synchronize,
+    .stream_times = gpu_stream_times,
+    .event_create = gpu_event_create,
+    .event_destroy = gpu_event_destroy,
+    .event_record = gpu_event_record,
+    .event_query = gpu_event_query,
+    .event_synchronize = gpu_event_synchronize,
+    .copy = gpu_copy,
+    .memset = gpu_memset,
 };
 
 const struct device_backend *cuda_backend(void) { return &CUDA_BACKEND; }

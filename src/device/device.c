@@ -47,6 +47,8 @@ struct device *device_open(enum device_kind kind, enum device_kind target) {
   return d;
 }
 
+int device_cuda_available(char *why, size_t why_size) { return cuda_device_available(why, why_size); }
+
 void device_close(struct device *d) {
   if (d == &cpu_device) return;
   device_empty_cache(d);
@@ -91,6 +93,11 @@ int stream_is_host(const struct stream *s) { return s->is_host; }
 void stream_launch(struct stream *s, const char *label, void (*fn)(void *arg), const void *arg, size_t arg_bytes) {
   if (!s->device->backend->computes) return;
   s->device->backend->stream_launch(s, label, fn, arg, arg_bytes);
+}
+
+/* Every cuda stream's impl is its cudaStream_t (cuda.c). */
+void *stream_native_handle(const struct stream *s) {
+  return s->device->backend->kind == DEVICE_CUDA ? s->impl : NULL;
 }
 
 static void check_same_device(const struct stream *s, const struct event *e) {

@@ -19,9 +19,19 @@ enum dtype nn_compute_dtype(const struct device *d, enum dtype param_dtype) {
   return backend_of(d)->compute_dtype(param_dtype);
 }
 
+/* Set around stream_launch, on the launching thread: nn_launch_stream. */
+static _Thread_local struct stream *launching;
+
+struct stream *nn_launch_stream(void) {
+  FSDP_CHECK(launching);
+  return launching;
+}
+
 static void launch(const struct nn_ctx *c, const char *name, nn_kernel kernel, const void *args, size_t bytes) {
   if (!kernel) fsdp_fatal("nn: kernel %s is not implemented on device %s", name, device_name(c->device));
+  launching = c->stream;
   stream_launch(c->stream, name, kernel, args, bytes);
+  launching = NULL;
 }
 
 #define LAUNCH(c, op, ...)                                      \

@@ -45,6 +45,11 @@ struct nn_backend {
       init_normal, adamw;
 };
 
+/* The stream of the op being launched, while its launcher runs. A cuda launcher runs
+ * inside stream_launch on the launching thread (fsdp/stream.h) and enqueues its work on
+ * this stream; the argument structs leave it out, as the CPU kernels never need it. */
+struct stream *nn_launch_stream(void);
+
 extern const struct nn_backend NN_CPU;
 /* NULL in a build without CUDA. */
 const struct nn_backend *nn_cuda_backend(void);
