@@ -5,19 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "fsdp/cli.h"
-
-static int failures;
-
-#define EXPECT(cond, ...)                                     \
-  do {                                                        \
-    if (!(cond)) {                                            \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);    \
-      fprintf(stderr, __VA_ARGS__);                           \
-      fprintf(stderr, "\n");                                  \
-      failures++;                                             \
-    }                                                         \
-  } while (0)
 
 static struct train_options parse(enum options_command command, int argc, char **argv) {
   struct train_options o;
@@ -91,10 +80,5 @@ int main(void) {
   test_train_defaults_match_plan();
   test_device();
   test_model_first();
-  if (failures) {
-    fprintf(stderr, "cli_options_test: %d check(s) failed\n", failures);
-    return 1;
-  }
-  printf("cli_options_test: ok\n");
-  return 0;
+  return check_summary("cli_options_test");
 }

@@ -9,28 +9,7 @@
 
 #include "check.h"
 #include "fsdp/cli.h"
-
-static char temp_dir[] = "/tmp/fsdp_data_test_XXXXXX";
-
-enum { MAX_FILES = 32, PATH_BYTES = 256 };
-static char written[MAX_FILES][PATH_BYTES];
-static int n_written;
-
-/* Writes bytes to temp_dir/name and returns the path (valid until the end of the test). */
-static const char *write_file(const char *name, const void *bytes, size_t n) {
-  if (n_written == MAX_FILES) {
-    fprintf(stderr, "data_test: too many files\n");
-    exit(2);
-  }
-  char *path = written[n_written++];
-  snprintf(path, PATH_BYTES, "%s/%s", temp_dir, name);
-  FILE *f = fopen(path, "wb");
-  if (!f || fwrite(bytes, 1, n, f) != n || fclose(f) != 0) {
-    fprintf(stderr, "data_test: cannot write %s\n", path);
-    exit(2);
-  }
-  return path;
-}
+#include "temp_files.h"
 
 static void put_le16(unsigned char *b, uint16_t v) {
   b[0] = (unsigned char)v;
@@ -44,7 +23,7 @@ static void put_le32(unsigned char *b, uint32_t v) {
 static const char *write_nanogpt(const char *name, const uint16_t *tokens, size_t n) {
   unsigned char *bytes = calloc(2 * n + 1, 1);
   for (size_t i = 0; i < n; i++) put_le16(bytes + 2 * i, tokens[i]);
-  const char *path = write_file(name, bytes, 2 * n);
+  const char *path = temp_file_write(name, bytes, 2 * n);
   free(bytes);
   return path;
 }
@@ -58,7 +37,7 @@ static const char *write_llmc(const char *name, uint32_t magic, uint32_t version
   put_le32(bytes + 4, version);
   put_le32(bytes + 8, header_count);
   for (size_t i = 0; i < n; i++) put_le16(bytes + 1024 + 2 * i, tokens[i]);
-  const char *path = write_file(name, bytes, size);
+  const char *path = temp_file_write(name, bytes, size);
   free(bytes);
   return path;
 }
@@ -76,11 +55,11 @@ static void test_text(void) {
   const char text[] = "Hi\n\xff";
   const uint16_t want[] = {'H', 'i', '\n', 0xff};
   struct token_data d;
-  token_data_load(&d, write_file("input.txt", text, 4), "auto", 256);
+  token_data_load(&d, temp_file_write("input.txt", text, 4), "auto", 256);
   expect_tokens(&d, TOKENS_TEXT, want, 4, "text, auto");
   token_data_free(&d);
   /* An explicit format wins over the .bin suffix. */
-  token_data_load(&d, write_file("text.bin", text, 4), "text", 256);
+  token_data_load(&d, temp_file_write("text.bin", text, 4), "text", 256);
   expect_tokens(&d, TOKENS_TEXT, want, 4, "text, explicit");
   token_data_free(&d);
 }
@@ -253,15 +232,14 @@ static void expect_fatal(const char *what, const struct load_case *c, const char
 
 static void test_bad_files(void) {
   const uint16_t tokens[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
-  char missing[PATH_BYTES];
-  snprintf(missing, sizeof missing, "%s/missing.bin", temp_dir);
-  const char *empty = write_file("empty.bin", "", 0);
-  const char *short_llmc = write_file("short.bin", "\x88\xd8\x34\x01\x01\x00\x00\x00", 8);
+  const char *missing = temp_file_path("missing.bin");
+  const char *empty = temp_file_write("empty.bin", "", 0);
+  const char *short_llmc = temp_file_write("short.bin", "\x88\xd8\x34\x01\x01\x00\x00\x00", 8);
   const char *mismatch = write_llmc("mismatch.bin", 20240520, 1, 11, tokens, 10);
   const char *bad_version = write_llmc("version.bin", 20240520, 3, 10, tokens, 10);
   const char *not_llmc = write_llmc("magic.bin", 12345, 1, 10, tokens, 10);
-  const char *odd = write_file("odd.bin", "\x01\x00\x02", 3);
-  const char *wide = write_file("wide.txt", "abc\xc8", 4);
+  const char *odd = temp_file_write("odd.bin", "\x01\x00\x02", 3);
+  const char *wide = temp_file_write("wide.txt", "abc\xc8", 4);
   const char *small = write_nanogpt("small.bin", tokens, 10);
 
   expect_fatal("missing file", &(struct load_case){missing, "auto", 256, 0, 0}, missing, "No such file");
@@ -279,16 +257,8 @@ static void test_bad_files(void) {
                "--val-fraction");
 }
 
-static void remove_temp_files(void) {
-  for (int i = 0; i < n_written; i++) remove(written[i]);
-  rmdir(temp_dir);
-}
-
 int main(void) {
-  if (!mkdtemp(temp_dir)) {
-    perror("data_test: mkdtemp");
-    return 2;
-  }
+  temp_files_init("data_test");
   test_text();
   test_nanogpt();
   test_llmc();
@@ -296,6 +266,6 @@ int main(void) {
   test_batches();
   test_batch_start_range();
   test_bad_files();
-  remove_temp_files();
+  temp_files_remove();
   return check_summary("data_test");
 }

@@ -10,41 +10,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "fsdp/memviz.h"
+#include "temp_files.h"
 
-static int failures;
-
-#define EXPECT(cond, ...)                                  \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fprintf(stderr, "\n");                               \
-      failures++;                                          \
-    }                                                      \
-  } while (0)
-
-static char temp_dir[] = "/tmp/fsdp_memviz_lib_test_XXXXXX";
-
-enum { MAX_FILES = 32, PATH_BYTES = 256, N_CATEGORIES = 5 };
-static char written[MAX_FILES][PATH_BYTES];
-static int n_written;
-
-/* Writes text to temp_dir/name and returns the path (valid until the end of the test). */
-static const char *write_file(const char *name, const char *text, size_t n) {
-  if (n_written == MAX_FILES) {
-    fprintf(stderr, "memviz_lib_test: too many files\n");
-    exit(2);
-  }
-  char *path = written[n_written++];
-  snprintf(path, PATH_BYTES, "%s/%s", temp_dir, name);
-  FILE *f = fopen(path, "wb");
-  if (!f || fwrite(text, 1, n, f) != n || fclose(f) != 0) {
-    fprintf(stderr, "memviz_lib_test: cannot write %s\n", path);
-    exit(2);
-  }
-  return path;
-}
+enum { N_CATEGORIES = 5 };
 
 /* One event in the trainer's layout, its numbers pasted in as written. */
 #define EVENT(time, bytes, category, unit, op, step)                                                    \
@@ -147,7 +117,7 @@ static void test_peak_at_the_start(const struct memory_snapshot *s) {
 }
 
 static void test_good_snapshot(void) {
-  const char *path = write_file("good.json", GOOD, sizeof GOOD - 1);
+  const char *path = temp_file_write("good.json", GOOD, sizeof GOOD - 1);
   struct memory_snapshot s;
   memory_snapshot_load(&s, path);
   test_header(&s, path);
@@ -193,7 +163,7 @@ static void expect_refused(const char *what, const char *path, const char *want)
   if (refused && named) printf("ok   %s: %s", what, message);
 }
 
-/* GOOD with the first `find` replaced by `replace`, written to temp_dir/name. */
+/* GOOD with the first `find` replaced by `replace`, written to the temporary file name. */
 static const char *write_edited(const char *name, const char *find, const char *replace) {
   const char *at = strstr(GOOD, find);
   if (!at) {
@@ -203,7 +173,7 @@ static const char *write_edited(const char *name, const char *find, const char *
   size_t before = (size_t)(at - GOOD), size = sizeof GOOD + strlen(replace);
   char *text = malloc(size);
   snprintf(text, size, "%.*s%s%s", (int)before, GOOD, replace, at + strlen(find));
-  const char *path = write_file(name, text, strlen(text));
+  const char *path = temp_file_write(name, text, strlen(text));
   free(text);
   return path;
 }
@@ -242,32 +212,18 @@ static void test_refused(void) {
     const struct edit_case *c = &EDITS[i];
     expect_refused(c->name, write_edited(c->name, c->find, c->replace), c->want);
   }
-  expect_refused("truncated", write_file("truncated.json", GOOD, sizeof GOOD / 2),
+  expect_refused("truncated", temp_file_write("truncated.json", GOOD, sizeof GOOD / 2),
                  "not valid JSON: syntax error at line ");
-  expect_refused("empty", write_file("empty.json", "", 0), "is empty, not a memory snapshot");
-  expect_refused("array", write_file("array.json", "[1]\n", 4), "the top level must be a JSON object, got an array");
-  char missing[PATH_BYTES];
-  snprintf(missing, sizeof missing, "%s/missing.json", temp_dir);
-  expect_refused("missing", missing, "cannot open: No such file or directory");
-}
-
-static void remove_temp_files(void) {
-  for (int i = 0; i < n_written; i++) remove(written[i]);
-  rmdir(temp_dir);
+  expect_refused("empty", temp_file_write("empty.json", "", 0), "is empty, not a memory snapshot");
+  expect_refused("array", temp_file_write("array.json", "[1]\n", 4),
+                 "the top level must be a JSON object, got an array");
+  expect_refused("missing", temp_file_path("missing.json"), "cannot open: No such file or directory");
 }
 
 int main(void) {
-  if (!mkdtemp(temp_dir)) {
-    perror("memviz_lib_test: mkdtemp");
-    return 2;
-  }
+  temp_files_init("memviz_lib_test");
   test_good_snapshot();
   test_refused();
-  remove_temp_files();
-  if (failures) {
-    fprintf(stderr, "memviz_lib_test: %d check(s) failed\n", failures);
-    return 1;
-  }
-  printf("memviz_lib_test: all checks passed\n");
-  return 0;
+  temp_files_remove();
+  return check_summary("memviz_lib_test");
 }

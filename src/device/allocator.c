@@ -189,6 +189,17 @@ void device_free(struct device *d, void *ptr, struct stream *s) {
   pthread_mutex_unlock(&d->cache_lock);
 }
 
+void allocator_forget_stream(struct device *d, struct stream *s) {
+  pthread_mutex_lock(&d->cache_lock);
+  for (struct cached_block *b = d->free_blocks; b; b = b->next) {
+    if (b->stream != s) continue;
+    if (b->freed) event_destroy(b->freed);
+    b->freed = NULL;
+    b->stream = NULL;
+  }
+  pthread_mutex_unlock(&d->cache_lock);
+}
+
 void device_empty_cache(struct device *d) {
   pthread_mutex_lock(&d->cache_lock);
   empty_cache_locked(d);

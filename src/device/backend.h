@@ -77,6 +77,10 @@ const struct device_backend *cuda_backend(void);
 /* 0 when the process sees no GPU; the message says why. */
 int cuda_device_available(char *why, size_t why_size);
 
+/* Before a stream of d is destroyed, with its work done: its cached blocks become the
+ * host's, free for any stream (allocator.c). */
+void allocator_forget_stream(struct device *d, struct stream *s);
+
 /* The accounting of one allocation (+1) or free (-1) of a block (memory.c). */
 void mem_account(struct device *d, size_t bytes, enum mem_category category, int sign);
 

@@ -82,6 +82,8 @@ struct stream *device_stream_create(struct device *d, const char *name) { return
 struct stream *device_host_stream_create(struct device *d, const char *name) { return stream_new(d, name, 1); }
 
 void stream_destroy(struct stream *s) {
+  s->device->backend->stream_synchronize(s);
+  allocator_forget_stream(s->device, s);
   s->device->backend->stream_destroy(s);
   free(s);
 }

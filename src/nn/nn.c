@@ -28,7 +28,9 @@ struct stream *nn_launch_stream(void) {
 }
 
 static void launch(const struct nn_ctx *c, const char *name, nn_kernel kernel, const void *args, size_t bytes) {
-  if (!kernel) fsdp_fatal("nn: kernel %s is not implemented on device %s", name, device_name(c->device));
+  if (!kernel)
+    fsdp_fatal("nn: kernel %s is not implemented on device %s%s", name, backend_of(c->device)->name,
+               device_computes(c->device) ? "" : " (which this meta device plans for)");
   launching = c->stream;
   stream_launch(c->stream, name, kernel, args, bytes);
   launching = NULL;
