@@ -168,6 +168,100 @@ def check_crossentropy(c):
     ])
 
 
+def check_rmsnorm(c, kernel):
+    r = c.group(kernel)
+    eps = r["params"][0].item()
+    x, w = leaf(r["inp"]), leaf(r["weight"])
+    rstd = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    out = w * (x * rstd)
+    dx, dw = grads(out, r["dout"], (x, w))
+    c.compare(kernel, [
+        ("out", r["out"], out.detach()),
+        ("rstd", r["rstd"], rstd.detach().squeeze(-1)),
+        ("dinp", r["dinp"], r["dinp0"] + dx),
+        ("dweight", r["dweight"], r["dweight0"] + dw),
+    ])
+
+
+def llama_rope_table(maxT, hd, theta, factor, low_freq_factor, high_freq_factor, old_context_len):
+    """The cos/sin table (maxT, hd) as [cos | sin] of each position's angles, computed in
+    float32 the way transformers' LlamaRotaryEmbedding and _compute_llama3_parameters do."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
+    if factor > 0:
+        low_freq_wavelen = old_context_len / low_freq_factor
+        high_freq_wavelen = old_context_len / high_freq_factor
+        wavelen = 2 * math.pi / inv_freq
+        inv_freq_llama = torch.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
+        smooth_factor = (old_context_len / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+        smoothed_inv_freq = (1 - smooth_factor) * inv_freq_llama / factor + smooth_factor * inv_freq_llama
+        is_medium_freq = ~(wavelen < high_freq_wavelen) * ~(wavelen > low_freq_wavelen)
+        inv_freq = torch.where(is_medium_freq, smoothed_inv_freq, inv_freq_llama)
+    positions = torch.arange(maxT, dtype=torch.int64).float()
+    freqs = (inv_freq[:, None] @ positions[None, :]).t()
+    return torch.cat((freqs.cos(), freqs.sin()), dim=-1).double()
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def check_rope(c, kernel):
+    r = c.group(kernel)
+    theta, factor, low, high, old_context_len = r["params"].tolist()
+    maxT, hd = r["table"].shape
+    table = llama_rope_table(maxT, hd, theta, factor, low, high, old_context_len)
+    x = leaf(r["inp"])
+    T, half = x.shape[1], hd // 2
+    # Hugging Face's apply_rotary_pos_emb, with the heads after the positions.
+    cos = table[:T, :half].repeat(1, 2)[None, :, None, :]
+    sin = table[:T, half:].repeat(1, 2)[None, :, None, :]
+    out = x * cos + rotate_half(x) * sin
+    (dx,) = grads(out, r["dout"], (x,))
+    c.compare(kernel, [
+        ("table", r["table"], table),
+        ("out", r["out"], out.detach()),
+        ("inplace", r["inplace"], out.detach()),
+        ("dinp", r["dinp"], r["dinp0"] + dx),
+    ])
+
+
+def check_swiglu(c):
+    r = c.group("swiglu")
+    gate, up = leaf(r["gate"]), leaf(r["up"])
+    out = F.silu(gate) * up
+    dgate, dup = grads(out, r["dout"], (gate, up))
+    c.compare("swiglu", [
+        ("out", r["out"], out.detach()),
+        ("dgate", r["dgate"], r["dgate0"] + dgate),
+        ("dup", r["dup"], r["dup0"] + dup),
+    ])
+
+
+def check_gqa_attention(c, kernel):
+    r = c.group(kernel)
+    q, k, v = leaf(r["q"]), leaf(r["k"]), leaf(r["v"])
+    B, T, NH, hd = q.shape
+    NKV = k.shape[2]
+    # Hugging Face's repeat_kv: query head h reads kv head h // (NH / NKV).
+    qh = q.transpose(1, 2)
+    kh, vh = (t.transpose(1, 2).repeat_interleave(NH // NKV, dim=1) for t in (k, v))
+    scores = qh @ kh.transpose(-2, -1) / math.sqrt(hd)
+    mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    att = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+    out = (att @ vh).transpose(1, 2).reshape(B, T, NH * hd)
+    dq, dk, dv = grads(out, r["dout"], (q, k, v))
+    results = [
+        ("out", r["out"], out.detach()),
+        ("att", r["att"], att.detach()),
+        ("dk", r["dk"], r["dk0"] + dk),
+        ("dv", r["dv"], r["dv0"] + dv),
+    ]
+    if "dq" in r:
+        results.append(("dq", r["dq"], r["dq0"] + dq))
+    c.compare(kernel, results)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: nn_kernels_check.py nn_kernels.bin")
@@ -181,6 +275,15 @@ def main():
         lambda: check_attention(c, "attention_long"),
         lambda: check_gelu(c),
         lambda: check_crossentropy(c),
+        lambda: check_rmsnorm(c, "rmsnorm"),
+        lambda: check_rmsnorm(c, "rmsnorm_offset"),
+        lambda: check_rope(c, "rope"),
+        lambda: check_rope(c, "rope_scaled"),
+        lambda: check_swiglu(c),
+        lambda: check_gqa_attention(c, "gqa_attention"),
+        lambda: check_gqa_attention(c, "gqa_attention_mha"),
+        lambda: check_gqa_attention(c, "gqa_attention_long"),
+        lambda: check_gqa_attention(c, "gqa_attention_nodq"),
     ]
     for check in checks:
         try:

@@ -193,6 +193,112 @@ static void test_crossentropy(int N, int V) {
   free(logits), free(probs), free(losses), free(inplace), free(inplace_losses), free(targets);
   free(dlogits0), free(dlogits);
 }
+static void test_rmsnorm(const char *kernel, int N, int C, float shift, float eps) {
+  char name[64];
+  size_t n = (size_t)N * C;
+  float *inp = randn(n, 2.0f, shift), *weight = randn((size_t)C, 1.0f, 1.0f);
+  float *out = randn(n, 1.0f, 0.0f), *rstd = randn((size_t)N, 1.0f, 0.0f);
+  float *dout = randn(n, 1.0f, 0.0f), *dinp0 = randn(n, 1.0f, 0.0f), *dweight0 = randn((size_t)C, 1.0f, 0.0f);
+  float *dinp = copy(dinp0, n), *dweight = copy(dweight0, (size_t)C);
+  float params[1] = {eps};
+  nn_rmsnorm_forward(&cpu, f2(out, N, C), f1(rstd, N), f2(inp, N, C), f1(weight, C), eps);
+  nn_rmsnorm_backward(&cpu, f2(dinp, N, C), f1(dweight, C), f2(dout, N, C), f2(inp, N, C), f1(weight, C),
+                      f1(rstd, N));
+  W(params, DIMS(1));
+  W(inp, DIMS(N, C));
+  W(weight, DIMS(C));
+  W(out, DIMS(N, C));
+  W(rstd, DIMS(N));
+  W(dout, DIMS(N, C));
+  W(dinp0, DIMS(N, C));
+  W(dweight0, DIMS(C));
+  W(dinp, DIMS(N, C));
+  W(dweight, DIMS(C));
+  free(inp), free(weight), free(out), free(rstd), free(dout), free(dinp0), free(dweight0), free(dinp), free(dweight);
+}
+
+/* The table has maxT rows, more than the T the ops read, so that a long one shows
+ * the angles' float rounding; the forward also runs in place, as q and k are rotated. */
+static void test_rope(const char *kernel, int B, int T, int H, int hd, int maxT, struct nn_rope rope) {
+  char name[64];
+  size_t n = (size_t)B * T * H * hd;
+  float *table = randn((size_t)maxT * hd, 1.0f, 0.0f);
+  float *inp = randn(n, 1.0f, 0.0f), *out = randn(n, 1.0f, 0.0f), *inplace = copy(inp, n);
+  float *dout = randn(n, 1.0f, 0.0f), *dinp0 = randn(n, 1.0f, 0.0f), *dinp = copy(dinp0, n);
+  float params[5] = {rope.theta, rope.factor, rope.low_freq_factor, rope.high_freq_factor,
+                     (float)rope.original_max_position_embeddings};
+  struct tensor tab = f2(table, maxT, hd);
+  struct tensor x4 = tensor_4d(inp, DTYPE_F32, (size_t)B, (size_t)T, (size_t)H, (size_t)hd);
+  struct tensor inplace4 = tensor_4d(inplace, DTYPE_F32, (size_t)B, (size_t)T, (size_t)H, (size_t)hd);
+  struct tensor dout4 = tensor_4d(dout, DTYPE_F32, (size_t)B, (size_t)T, (size_t)H, (size_t)hd);
+  nn_rope_table(&cpu, tab, &rope);
+  nn_rope_forward(&cpu, f1(out, (int)n), x4, tab);
+  nn_rope_forward(&cpu, inplace4, inplace4, tab);
+  nn_rope_backward(&cpu, f1(dinp, (int)n), dout4, tab);
+  W(params, DIMS(5));
+  W(table, DIMS(maxT, hd));
+  W(inp, DIMS(B, T, H, hd));
+  W(out, DIMS(B, T, H, hd));
+  W(inplace, DIMS(B, T, H, hd));
+  W(dout, DIMS(B, T, H, hd));
+  W(dinp0, DIMS(B, T, H, hd));
+  W(dinp, DIMS(B, T, H, hd));
+  free(table), free(inp), free(out), free(inplace), free(dout), free(dinp0), free(dinp);
+}
+
+static void test_swiglu(int N, int F) {
+  const char *kernel = "swiglu";
+  char name[64];
+  size_t n = (size_t)N * F;
+  /* Scale 4 reaches the tails, where the sigmoid saturates. */
+  float *gate = randn(n, 4.0f, 0.0f), *up = randn(n, 1.0f, 0.0f), *out = randn(n, 1.0f, 0.0f);
+  float *dout = randn(n, 1.0f, 0.0f), *dgate0 = randn(n, 1.0f, 0.0f), *dup0 = randn(n, 1.0f, 0.0f);
+  float *dgate = copy(dgate0, n), *dup = copy(dup0, n);
+  nn_swiglu_forward(&cpu, f2(out, N, F), f2(gate, N, F), f2(up, N, F));
+  nn_swiglu_backward(&cpu, f2(dgate, N, F), f2(dup, N, F), f2(dout, N, F), f2(gate, N, F), f2(up, N, F));
+  W(gate, DIMS(N, F));
+  W(up, DIMS(N, F));
+  W(out, DIMS(N, F));
+  W(dout, DIMS(N, F));
+  W(dgate0, DIMS(N, F));
+  W(dup0, DIMS(N, F));
+  W(dgate, DIMS(N, F));
+  W(dup, DIMS(N, F));
+  free(gate), free(up), free(out), free(dout), free(dgate0), free(dup0), free(dgate), free(dup);
+}
+
+/* with_dq = 0 passes TENSOR_NONE for dq: dk and dv must come out the same. */
+static void test_gqa_attention(const char *kernel, int B, int T, int NH, int NKV, int hd, int with_dq) {
+  char name[64];
+  size_t nq = (size_t)B * T * NH * hd, nkv = (size_t)B * T * NKV * hd, natt = (size_t)B * NH * T * T;
+  float *q = randn(nq, 1.0f, 0.0f), *k = randn(nkv, 1.0f, 0.0f), *v = randn(nkv, 1.0f, 0.0f);
+  float *out = randn(nq, 1.0f, 0.0f), *att = randn(natt, 1.0f, 0.0f), *dout = randn(nq, 1.0f, 0.0f);
+  float *dq0 = randn(nq, 1.0f, 0.0f), *dk0 = randn(nkv, 1.0f, 0.0f), *dv0 = randn(nkv, 1.0f, 0.0f);
+  float *dq = copy(dq0, nq), *dk = copy(dk0, nkv), *dv = copy(dv0, nkv);
+  struct tensor q4 = tensor_4d(q, DTYPE_F32, (size_t)B, (size_t)T, (size_t)NH, (size_t)hd);
+  struct tensor k4 = tensor_4d(k, DTYPE_F32, (size_t)B, (size_t)T, (size_t)NKV, (size_t)hd);
+  struct tensor v4 = tensor_4d(v, DTYPE_F32, (size_t)B, (size_t)T, (size_t)NKV, (size_t)hd);
+  struct tensor att4 = tensor_4d(att, DTYPE_F32, (size_t)B, (size_t)NH, (size_t)T, (size_t)T);
+  nn_gqa_attention_forward(&cpu, f2(out, B * T, NH * hd), att4, q4, k4, v4);
+  nn_gqa_attention_backward(&cpu, with_dq ? f1(dq, (int)nq) : TENSOR_NONE, f1(dk, (int)nkv), f1(dv, (int)nkv),
+                            f2(dout, B * T, NH * hd), q4, k4, v4, att4);
+  W(q, DIMS(B, T, NH, hd));
+  W(k, DIMS(B, T, NKV, hd));
+  W(v, DIMS(B, T, NKV, hd));
+  W(out, DIMS(B, T, NH * hd));
+  W(att, DIMS(B, NH, T, T));
+  W(dout, DIMS(B, T, NH * hd));
+  if (with_dq) {
+    W(dq0, DIMS(B, T, NH, hd));
+    W(dq, DIMS(B, T, NH, hd));
+  }
+  W(dk0, DIMS(B, T, NKV, hd));
+  W(dv0, DIMS(B, T, NKV, hd));
+  W(dk, DIMS(B, T, NKV, hd));
+  W(dv, DIMS(B, T, NKV, hd));
+  free(q), free(k), free(v), free(out), free(att), free(dout), free(dq0), free(dk0), free(dv0);
+  free(dq), free(dk), free(dv);
+}
 #undef W
 
 int main(int argc, char **argv) {
@@ -211,6 +317,20 @@ int main(int argc, char **argv) {
   test_attention("attention_long", 3, 37, 30, 5);
   test_gelu(B * T * 4 * C);
   test_crossentropy(B * T, V);
+  /* 131 columns: three blocks of the weight gradient, the last one short. An offset of
+   * 40 makes every row's mean square large next to its spread. */
+  test_rmsnorm("rmsnorm", B * T, 131, 0.0f, 1e-5f);
+  test_rmsnorm("rmsnorm_offset", 7, 67, 40.0f, 1e-6f);
+  struct nn_rope plain = {.theta = 10000.0f};
+  struct nn_rope llama31 = {500000.0f, 8.0f, 1.0f, 4.0f, 8192};
+  test_rope("rope", B, T, NH, 6, T + 3, plain);
+  /* hd 16 puts f_i in all three of the scaling's bands; 9000 rows pass L = 8192. */
+  test_rope("rope_scaled", 3, 7, 2, 16, 9000, llama31);
+  test_swiglu(B * T, 37);
+  test_gqa_attention("gqa_attention", B, T, 6, 2, 5, 1);
+  test_gqa_attention("gqa_attention_mha", B, T, NH, NH, 4, 1);
+  test_gqa_attention("gqa_attention_long", 3, 37, 8, 2, 7, 1);
+  test_gqa_attention("gqa_attention_nodq", B, T, 6, 3, 5, 0);
   tensor_file_close(out_file);
   return 0;
 }

@@ -71,6 +71,55 @@ void nn_softmax_crossentropy_forward(const struct nn_ctx *c, struct tensor probs
 void nn_softmax_crossentropy_backward(const struct nn_ctx *c, struct tensor dlogits, struct tensor probs,
                                       struct tensor targets, float dloss);
 
+/* ---- Llama 3's layers (Hugging Face's LlamaForCausalLM) ---- */
+
+/* out = inp * rstd * weight, rstd = 1 / sqrt(mean(inp^2) + eps) over the last
+ * dimension (Llama 3: eps 1e-5); rstd (N) is saved for the backward. */
+void nn_rmsnorm_forward(const struct nn_ctx *c, struct tensor out, struct tensor rstd, struct tensor inp,
+                        struct tensor weight, float eps);
+void nn_rmsnorm_backward(const struct nn_ctx *c, struct tensor dinp, struct tensor dweight, struct tensor dout,
+                         struct tensor inp, struct tensor weight, struct tensor rstd);
+
+/* Rotary position embedding's frequencies: f_i = theta^(-2i/hd) for i < hd/2, with
+ * Llama 3.1's rope_scaling (transformers' "llama3" rope type) when factor > 0. With
+ * the wavelength w = 2 pi / f_i and L = original_max_position_embeddings: f_i stays
+ * where w < L / high_freq_factor, becomes f_i / factor where w > L / low_freq_factor,
+ * and in between (1 - s) f_i / factor + s f_i, s = (L / w - low_freq_factor) /
+ * (high_freq_factor - low_freq_factor). Llama 3.1 and 3.2: theta 500000; factor 8 (3.2:
+ * 32), low_freq_factor 1, high_freq_factor 4, L 8192. */
+struct nn_rope {
+  float theta;
+  float factor, low_freq_factor, high_freq_factor; /* factor 0: no scaling */
+  int original_max_position_embeddings;
+};
+/* table (maxT, hd): row t = [cos(t f_0) .. cos(t f_{hd/2-1}) | sin(t f_0) .. sin(t f_{hd/2-1})],
+ * rounded where transformers rounds its float32 computation, so that it matches
+ * Hugging Face's table at every position, past 8192 too. */
+void nn_rope_table(const struct nn_ctx *c, struct tensor table, const struct nn_rope *rope);
+/* RoPE in Hugging Face's rotate-half convention on inp (B, T, H, hd), H heads (q and k
+ * apart, as their head counts differ): at position t, each pair (x_i, x_{i+hd/2}) turns
+ * by t f_i: out_i = x_i cos - x_{i+hd/2} sin, out_{i+hd/2} = x_{i+hd/2} cos + x_i sin,
+ * from table's rows 0 .. T-1. out may be inp. The backward turns dout back by -t f_i
+ * and accumulates it into dinp, which must not be dout. */
+void nn_rope_forward(const struct nn_ctx *c, struct tensor out, struct tensor inp, struct tensor table);
+void nn_rope_backward(const struct nn_ctx *c, struct tensor dinp, struct tensor dout, struct tensor table);
+
+/* out (N, F) = silu(gate) * up, silu(x) = x / (1 + exp(-x)); gate and up (N, F). */
+void nn_swiglu_forward(const struct nn_ctx *c, struct tensor out, struct tensor gate, struct tensor up);
+void nn_swiglu_backward(const struct nn_ctx *c, struct tensor dgate, struct tensor dup, struct tensor dout,
+                        struct tensor gate, struct tensor up);
+
+/* Grouped-query causal attention. q (B, T, NH, hd), k and v (B, T, NKV, hd), NH a
+ * multiple of NKV: query head h attends with kv head h / (NH / NKV) (NKV == NH is
+ * multi-head attention). att (B, NH, T, T) receives softmax(q k^T / sqrt(hd)), 0 where
+ * masked; out (B, T, NH * hd) = att @ v with the heads side by side. The backward
+ * accumulates into dk and dv the sum over the query heads that share them. */
+void nn_gqa_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor att, struct tensor q,
+                              struct tensor k, struct tensor v);
+void nn_gqa_attention_backward(const struct nn_ctx *c, struct tensor dq, struct tensor dk, struct tensor dv,
+                               struct tensor dout, struct tensor q, struct tensor k, struct tensor v,
+                               struct tensor att);
+
 /* ---- the runtime's ops, over flat buffers ---- */
 
 /* dst = src converted to dst's dtype (fp32, bf16, fp16), rounding to nearest even.

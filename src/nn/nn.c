@@ -116,6 +116,77 @@ void nn_softmax_crossentropy_backward(const struct nn_ctx *c, struct tensor dlog
   LAUNCH_AS(c, softmax_crossentropy_backward, crossentropy_backward, dlogits, probs, targets, dloss);
 }
 
+void nn_rmsnorm_forward(const struct nn_ctx *c, struct tensor out, struct tensor rstd, struct tensor inp,
+                        struct tensor weight, float eps) {
+  LAUNCH_AS(c, rmsnorm_forward, rmsnorm, out, rstd, inp, weight, eps);
+}
+
+void nn_rmsnorm_backward(const struct nn_ctx *c, struct tensor dinp, struct tensor dweight, struct tensor dout,
+                         struct tensor inp, struct tensor weight, struct tensor rstd) {
+  LAUNCH(c, rmsnorm_backward, dinp, dweight, dout, inp, weight, rstd);
+}
+
+void nn_rope_table(const struct nn_ctx *c, struct tensor table, const struct nn_rope *rope) {
+  FSDP_CHECK(table.ndim == 2 && table.shape[1] % 2 == 0);
+  LAUNCH(c, rope_table, table, *rope);
+}
+
+/* The kernels take the sizes from x (B, T, H, hd): the table must cover its positions. */
+static void check_rope(struct tensor x, struct tensor table) {
+  FSDP_CHECK(x.ndim == 4 && table.ndim == 2 && table.shape[1] == x.shape[3] && table.shape[0] >= x.shape[1]);
+}
+
+void nn_rope_forward(const struct nn_ctx *c, struct tensor out, struct tensor inp, struct tensor table) {
+  check_rope(inp, table);
+  FSDP_CHECK(tensor_numel(&out) == tensor_numel(&inp));
+  LAUNCH_AS(c, rope_forward, rope, out, inp, table);
+}
+
+void nn_rope_backward(const struct nn_ctx *c, struct tensor dinp, struct tensor dout, struct tensor table) {
+  check_rope(dout, table);
+  FSDP_CHECK(tensor_numel(&dinp) == tensor_numel(&dout) && dinp.data != dout.data);
+  LAUNCH(c, rope_backward, dinp, dout, table);
+}
+
+void nn_swiglu_forward(const struct nn_ctx *c, struct tensor out, struct tensor gate, struct tensor up) {
+  LAUNCH_AS(c, swiglu_forward, swiglu, out, gate, up);
+}
+
+void nn_swiglu_backward(const struct nn_ctx *c, struct tensor dgate, struct tensor dup, struct tensor dout,
+                        struct tensor gate, struct tensor up) {
+  LAUNCH(c, swiglu_backward, dgate, dup, dout, gate, up);
+}
+
+/* The kernels take B, T, NH and hd from q and NKV from k: the other tensors must agree. */
+static void check_gqa(struct tensor out, struct tensor att, struct tensor q, struct tensor k, struct tensor v) {
+  FSDP_CHECK(q.ndim == 4 && k.ndim == 4 && v.ndim == 4 && att.ndim == 4);
+  size_t B = q.shape[0], T = q.shape[1], NH = q.shape[2], hd = q.shape[3], NKV = k.shape[2];
+  FSDP_CHECK(k.shape[0] == B && k.shape[1] == T && NKV > 0 && NH % NKV == 0 && k.shape[3] == hd);
+  for (int i = 0; i < 4; i++) FSDP_CHECK(v.shape[i] == k.shape[i]);
+  FSDP_CHECK(att.shape[0] == B && att.shape[1] == NH && att.shape[2] == T && att.shape[3] == T);
+  FSDP_CHECK(tensor_numel(&out) == tensor_numel(&q));
+}
+
+void nn_gqa_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor att, struct tensor q,
+                              struct tensor k, struct tensor v) {
+  check_gqa(out, att, q, k, v);
+  LAUNCH_AS(c, gqa_attention_forward, gqa_attention, out, att, q, k, v);
+}
+
+/* Scratch as for nn_attention_backward. */
+void nn_gqa_attention_backward(const struct nn_ctx *c, struct tensor dq, struct tensor dk, struct tensor dv,
+                               struct tensor dout, struct tensor q, struct tensor k, struct tensor v,
+                               struct tensor att) {
+  check_gqa(dout, att, q, k, v);
+  FSDP_CHECK(!dq.data || tensor_numel(&dq) == tensor_numel(&q));
+  FSDP_CHECK(!dk.data || tensor_numel(&dk) == tensor_numel(&k));
+  FSDP_CHECK(!dv.data || tensor_numel(&dv) == tensor_numel(&v));
+  size_t bytes = backend_of(c->device)->attention_backward_scratch(&att);
+  void *scratch = device_alloc(c->device, bytes, MEM_ACTIVATIONS, c->stream);
+  LAUNCH(c, gqa_attention_backward, dq, dk, dv, dout, q, k, v, att, scratch);
+  device_free(c->device, scratch, c->stream);
+}
+
 void nn_cast(const struct nn_ctx *c, struct tensor dst, struct tensor src) {
   FSDP_CHECK(tensor_numel(&dst) == tensor_numel(&src));
   LAUNCH(c, cast, dst, src);

@@ -23,6 +23,16 @@ struct gelu_backward_args { struct tensor dinp, inp, dout; };
 struct residual_args { struct tensor out, a, b; };
 struct crossentropy_args { struct tensor probs, losses, logits, targets; };
 struct crossentropy_backward_args { struct tensor dlogits, probs, targets; float dloss; };
+struct rmsnorm_args { struct tensor out, rstd, inp, weight; float eps; };
+struct rmsnorm_backward_args { struct tensor dinp, dweight, dout, inp, weight, rstd; };
+struct rope_table_args { struct tensor table; struct nn_rope rope; };
+struct rope_args { struct tensor out, inp, table; };
+struct rope_backward_args { struct tensor dinp, dout, table; };
+struct swiglu_args { struct tensor out, gate, up; };
+struct swiglu_backward_args { struct tensor dgate, dup, dout, gate, up; };
+struct gqa_attention_args { struct tensor out, att, q, k, v; };
+/* scratch: attention_backward_scratch bytes, as for attention_backward. */
+struct gqa_attention_backward_args { struct tensor dq, dk, dv, dout, q, k, v, att; void *scratch; };
 struct cast_args { struct tensor dst, src; };
 struct round_args { struct tensor x; enum dtype dtype; };
 struct add_args { struct tensor y, x; };
@@ -37,12 +47,13 @@ typedef void (*nn_kernel)(void *args);
 struct nn_backend {
   const char *name;
   enum dtype (*compute_dtype)(enum dtype param_dtype);
-  /* Bytes of scratch attention_backward needs for att's shape (B, NH, T, T). */
+  /* Bytes of scratch attention_backward and gqa_attention_backward need for att's shape (B, NH, T, T). */
   size_t (*attention_backward_scratch)(const struct tensor *att);
   nn_kernel encoder_forward, encoder_backward, layernorm_forward, layernorm_backward, matmul_forward,
       matmul_backward, attention_forward, attention_backward, gelu_forward, gelu_backward, residual_forward,
-      softmax_crossentropy_forward, softmax_crossentropy_backward, cast, round, add, scale, sum, sum_squares, fill,
-      init_normal, adamw;
+      softmax_crossentropy_forward, softmax_crossentropy_backward, rmsnorm_forward, rmsnorm_backward, rope_table,
+      rope_forward, rope_backward, swiglu_forward, swiglu_backward, gqa_attention_forward, gqa_attention_backward,
+      cast, round, add, scale, sum, sum_squares, fill, init_normal, adamw;
 };
 
 /* The stream of the op being launched, while its launcher runs. A cuda launcher runs
