@@ -69,9 +69,9 @@ static void test_device(void) {
 static void test_model_first(void) {
   char *argv[] = {"plan", "--world-size", "1", "--n-layer", "2", "--model", "gpt2", "--block-size", "64"};
   struct train_options o = parse(OPTIONS_PLAN, 9, argv);
-  EXPECT(o.gpt2.n_layer == 2 && o.gpt2.max_seq_len == 64 && o.gpt2.n_embd == 768,
-         "n_layer %d max_seq_len %d n_embd %d: the preset did not go first", o.gpt2.n_layer, o.gpt2.max_seq_len,
-         o.gpt2.n_embd);
+  EXPECT(o.config.n_layer == 2 && o.config.max_seq_len == 64 && o.config.n_embd == 768,
+         "n_layer %d max_seq_len %d n_embd %d: the preset did not go first", o.config.n_layer, o.config.max_seq_len,
+         o.config.n_embd);
   EXPECT(o.seq_len == 64, "seq_len %d, want the lowered max_seq_len", o.seq_len);
 }
 

@@ -21,7 +21,7 @@
 #include "fsdp/rng.h"
 
 enum { STEPS = 10, GLOBAL_BATCH = 12, SEQ = 24 };
-static const struct gpt2_config CONFIG = {.n_layer = 2, .n_head = 3, .n_embd = 72, .vocab_size = 67, .max_seq_len = SEQ};
+static const struct model_config CONFIG = {.n_layer = 2, .n_head = 3, .n_embd = 72, .vocab_size = 67, .max_seq_len = SEQ};
 static const uint64_t SEED = 1234;
 /* Summation orders differ between world sizes (rows split across ranks, then
  * averaged), so agreement is to rounding, not bitwise. Parameters may move by

@@ -16,7 +16,7 @@
 
 /* Awkward on purpose: 3 heads of 24, a vocab of 67, nothing a power of two. */
 enum { STEPS = 10, B = 3, T = 24 };
-static const struct gpt2_config CONFIG = {.n_layer = 2, .n_head = 3, .n_embd = 72, .vocab_size = 67, .max_seq_len = T};
+static const struct model_config CONFIG = {.n_layer = 2, .n_head = 3, .n_embd = 72, .vocab_size = 67, .max_seq_len = T};
 static const struct adamw_config ADAMW = {.lr = 3e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f};
 static const float GRAD_CLIP = 1.0f;
 static const uint64_t SEED = 4321;

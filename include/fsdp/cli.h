@@ -8,7 +8,7 @@
 
 #include "fsdp/memory.h"
 
-#include "fsdp/gpt2.h"
+#include "fsdp/model.h"
 #include "fsdp/runtime.h"
 
 /* Gradient accumulation over micro-batches: reduce-scatter each one and add into the
@@ -17,7 +17,8 @@ enum accum_mode { ACCUM_SHARDED, ACCUM_NO_SYNC };
 
 struct train_options {
   const char *model;           /* preset name */
-  struct gpt2_config gpt2;     /* preset, then overridden by --n-layer etc. */
+  const struct model_family *family; /* the preset's */
+  struct model_config config;  /* preset, then overridden by --n-layer etc. */
   int seq_len;                 /* T */
   int batch_size;              /* sequences per rank per step (B) */
   int global_batch_size;       /* 0, or sequences per step over all ranks (must divide by W) */
@@ -35,7 +36,7 @@ struct train_options {
   struct fsdp_overlap overlap;
   const char *trace_path;
   int trace_first, trace_last; /* steps, from 1 */
-  int ac_every;                /* gpt2_create's: 0 none, 1 every block, K every K-th */
+  int ac_every;                /* 0 none, 1 every block, K every K-th */
   struct fsdp_mixed_precision mp;
   float loss_scale;            /* fp16: the initial dynamic loss scale; else 0 */
   int grad_accum;              /* micro-batches per step */

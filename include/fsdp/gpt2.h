@@ -6,22 +6,12 @@
 
 #include <stddef.h>
 
+#include "fsdp/model.h"
 #include "fsdp/runtime.h"
 
-struct gpt2_config {
-  int n_layer;
-  int n_head;
-  int n_embd;
-  int vocab_size;
-  int max_seq_len; /* rows of the position embedding */
-};
-
-/* gpt2-tiny, shakespeare-char, gpt2, gpt2-medium, gpt2-large, gpt2-xl; returns 0 for an unknown name. */
-int gpt2_config_preset(const char *name, struct gpt2_config *out);
-/* A list of the preset names for messages. */
-const char *gpt2_preset_names(void);
-/* NULL when valid, else a message naming the first inconsistent field. */
-const char *gpt2_config_problem(const struct gpt2_config *c);
+/* GPT-2 reads n_layer, n_head, n_embd, vocab_size and max_seq_len of a model_config;
+ * its head is always tied to the token embedding. */
+extern const struct model_family GPT2_FAMILY;
 
 /* Parameter order within a block unit (the flat layout follows it). */
 enum gpt2_block_param {
@@ -48,7 +38,7 @@ struct gpt2_block_acts {
  * backward that uses them (NULL otherwise); a checkpointed block holds only its output
  * between the two. Every buffer is in the compute dtype (nn_compute_dtype). */
 struct gpt2 {
-  struct gpt2_config config;
+  struct model_config config;
   int B, T;
   int ac_every;           /* activation checkpointing of every ac_every-th block; 0: none */
   struct fsdp_model *fsdp;
@@ -74,11 +64,11 @@ struct gpt2 {
 };
 
 /* NULL when batches of B x T fit the kernels' int sizes, else a message saying what is too large. */
-const char *gpt2_batch_problem(const struct gpt2_config *c, int B, int T);
+const char *gpt2_batch_problem(const struct model_config *c, int B, int T);
 
 /* Declares the units on fsdp (which must have none yet), for batches of B x T.
  * ac_every = K > 0 checkpoints blocks K-1, 2K-1, ... (1: all of them, 0: none). */
-void gpt2_create(struct gpt2 *model, const struct gpt2_config *config, struct fsdp_model *fsdp, int B, int T,
+void gpt2_create(struct gpt2 *model, const struct model_config *config, struct fsdp_model *fsdp, int B, int T,
                  int ac_every);
 void gpt2_free(struct gpt2 *model);
 

@@ -207,14 +207,19 @@ SETTER(set_world_size, world_size, parse_positive_int)
 SETTER(set_format, format, parse_plan_format)
 
 static void set_model(struct train_options *o, const char *flag, const char *v) {
-  if (!gpt2_config_preset(v, &o->gpt2)) fsdp_fatal("%s: unknown model '%s' (known: %s)", flag, v, gpt2_preset_names());
+  const struct model_preset *preset = model_preset_find(v);
+  if (!preset) fsdp_fatal("%s: unknown model '%s' (known: %s)", flag, v, model_preset_names());
+  o->family = preset->family;
+  o->config = preset->config;
   o->model = v;
 }
-SETTER(set_n_layer, gpt2.n_layer, parse_positive_int)
-SETTER(set_n_head, gpt2.n_head, parse_positive_int)
-SETTER(set_n_embd, gpt2.n_embd, parse_positive_int)
-SETTER(set_vocab_size, gpt2.vocab_size, parse_positive_int)
-SETTER(set_block_size, gpt2.max_seq_len, parse_positive_int)
+SETTER(set_n_layer, config.n_layer, parse_positive_int)
+SETTER(set_n_head, config.n_head, parse_positive_int)
+SETTER(set_n_kv_head, config.n_kv_head, parse_positive_int)
+SETTER(set_ffn_hidden, config.ffn_hidden, parse_positive_int)
+SETTER(set_n_embd, config.n_embd, parse_positive_int)
+SETTER(set_vocab_size, config.vocab_size, parse_positive_int)
+SETTER(set_block_size, config.max_seq_len, parse_positive_int)
 SETTER(set_sharding, sharding, parse_sharding)
 SETTER(set_device, device, parse_device)
 
@@ -301,11 +306,14 @@ static const struct flag FLAGS[] = {
     {MODEL, "--model", BOTH, "NAME", DEFAULT("shakespeare-char"), set_model, "preset:"},
     {MODEL, "--n-layer", BOTH, "N", NOTE("from the preset"), set_n_layer, "transformer blocks"},
     {MODEL, "--n-head", BOTH, "N", NOTE("from the preset"), set_n_head, "attention heads"},
+    {MODEL, "--n-kv-head", BOTH, "N", NOTE("from the preset"), set_n_kv_head,
+     "heads of keys and values (grouped-query attention; Llama only)"},
+    {MODEL, "--ffn-hidden", BOTH, "N", NOTE("from the preset"), set_ffn_hidden, "SwiGLU width (Llama only)"},
     {MODEL, "--n-embd", BOTH, "N", NOTE("from the preset"), set_n_embd, "embedding width"},
     {MODEL, "--vocab-size", BOTH, "N", NOTE("from the preset"), set_vocab_size,
      "vocabulary size; every token id must be below it"},
     {MODEL, "--block-size", BOTH, "N", NOTE("from the preset"), set_block_size,
-     "the model's max_seq_len, rows of the position embedding"},
+     "the model's max_seq_len: rows of GPT-2's position embedding, of Llama's RoPE table"},
     {MODEL, "--sharding", BOTH, "full|grad-op|none", DEFAULT("full"), set_sharding,
      "full (ZeRO-3), grad-op (ZeRO-2) or none (DDP)"},
     {MODEL, "--device", BOTH, "cpu|cuda", DEFAULT("cpu"), set_device, "where the model computes"},
@@ -460,13 +468,13 @@ static void resolve_step_range(const char *flag, int steps, int *first, int *las
 }
 
 static void resolve_and_check(struct train_options *o) {
-  const char *problem = gpt2_config_problem(&o->gpt2);
+  const char *problem = o->family->config_problem(&o->config);
   if (problem) fsdp_fatal("model '%s': %s", o->model, problem);
   if (o->seq_len == 0)
-    o->seq_len = DEFAULT_SEQ_LEN < o->gpt2.max_seq_len ? DEFAULT_SEQ_LEN : o->gpt2.max_seq_len;
-  if (o->seq_len > o->gpt2.max_seq_len)
+    o->seq_len = DEFAULT_SEQ_LEN < o->config.max_seq_len ? DEFAULT_SEQ_LEN : o->config.max_seq_len;
+  if (o->seq_len > o->config.max_seq_len)
     fsdp_fatal("--seq-len: %d exceeds the model's max_seq_len %d (raise it with --block-size)", o->seq_len,
-               o->gpt2.max_seq_len);
+               o->config.max_seq_len);
   if (o->min_lr < 0.0f) o->min_lr = o->lr / MIN_LR_DIVISOR;
   if (o->min_lr > o->lr) fsdp_fatal("--min-lr: %g exceeds --lr %g", o->min_lr, o->lr);
   resolve_step_range("--trace-steps", o->steps, &o->trace_first, &o->trace_last);
@@ -547,8 +555,8 @@ static void print_entry(const char *left, const char *text, const char *tail) {
 static void print_flag(const struct flag *f) {
   char left[64], text[512], tail[128];
   snprintf(left, sizeof left, "%s %s", f->name, f->metavar);
-  /* The presets are gpt2.c's, known here only at run time. */
-  snprintf(text, sizeof text, "%s %s", f->help, is_model(f) ? gpt2_preset_names() : "");
+  /* The presets are the registry's, known here only at run time. */
+  snprintf(text, sizeof text, "%s %s", f->help, is_model(f) ? model_preset_names() : "");
   switch (f->def.kind) {
     case DEFAULT_VALUE: snprintf(tail, sizeof tail, "(default %s)", f->def.text); break;
     case DEFAULT_NOTE: snprintf(tail, sizeof tail, "(default: %s)", f->def.text); break;

@@ -21,7 +21,7 @@ static const int LOSS_SCALE_GROWTH_INTERVAL = 2000;
 
 static void log_run(const struct trainer *t) {
   fsdp_log_info("model: %s, %d layers, %d heads, %d embd, vocab %d, %zu parameters in %d units",
-                t->opt.model, t->opt.gpt2.n_layer, t->opt.gpt2.n_head, t->opt.gpt2.n_embd, t->opt.gpt2.vocab_size,
+                t->opt.model, t->opt.config.n_layer, t->opt.config.n_head, t->opt.config.n_embd, t->opt.config.vocab_size,
                 fsdp_model_numel(&t->fsdp), t->fsdp.n_units);
   fsdp_log_info("fsdp: %d ranks on %s, sharding %s, batch %d x %d per rank x %d micro-batches (%d tokens per step)",
                 t->world_size, device_name(t->device), sharding_strategy_name(t->opt.sharding), t->B, t->T, t->opt.grad_accum,
@@ -52,18 +52,18 @@ void trainer_setup(struct trainer *t, const struct train_options *o, struct devi
   t->world_size = comm_size(group);
   t->B = train_options_batch_per_rank(o, t->world_size);
   t->T = o->seq_len;
-  const char *too_large = gpt2_batch_problem(&o->gpt2, t->B, t->T);
+  const char *too_large = o->family->batch_problem(&o->config, t->B, t->T);
   if (too_large) fsdp_fatal("%s", too_large);
 
   if (!planning) {
-    token_data_load(&t->data, o->data, o->data_format, o->gpt2.vocab_size);
+    token_data_load(&t->data, o->data, o->data_format, o->config.vocab_size);
     token_data_split(&t->data, o->val_fraction, t->T, &t->train, &t->val);
     fsdp_log_info("data: %s, %zu tokens (%zu train, %zu val)", o->data, t->data.n_tokens, t->train.n_tokens,
                   t->val.n_tokens);
   }
 
   fsdp_model_init(&t->fsdp, device, group, o->sharding, &o->overlap, &o->mp);
-  gpt2_create(&t->model, &o->gpt2, &t->fsdp, t->B, t->T, o->ac_every);
+  t->model = o->family->create(&o->config, &t->fsdp, t->B, t->T, o->ac_every);
   t->scaler.scale = o->loss_scale;
   fsdp_model_init_params(&t->fsdp, o->seed);
   if (!planning) log_run(t);
@@ -78,10 +78,9 @@ static double validation_loss(struct trainer *t) {
   for (int b = 0; b < t->opt.val_batches; b++) {
     token_split_batch(&t->val, t->opt.seed, VAL_BATCH_BASE + (uint64_t)b, t->rank * t->B, t->B, t->T, t->inputs,
                       t->targets);
-    gpt2_forward(&t->model, t->inputs, t->targets);
-    gpt2_release_activations(&t->model);
+    sum += t->opt.family->forward(t->model, t->inputs, t->targets);
+    t->opt.family->release_activations(t->model);
     fsdp_model_reshard_all(&t->fsdp);
-    sum += t->model.mean_loss;
   }
   return fsdp_model_mean_across_ranks(&t->fsdp, sum / t->opt.val_batches);
 }
@@ -113,9 +112,8 @@ static double forward_backward(struct trainer *t, int step) {
       token_split_batch(&t->train, o->seed, (uint64_t)(step - 1), (t->rank * K + k) * t->B, t->B, t->T, t->inputs,
                         t->targets);
     t->fsdp.requires_grad_sync = o->accum_mode == ACCUM_SHARDED || k == K - 1;
-    gpt2_forward(&t->model, t->inputs, t->targets);
-    gpt2_backward(&t->model, loss_scale);
-    loss += t->model.mean_loss;
+    loss += o->family->forward(t->model, t->inputs, t->targets);
+    o->family->backward(t->model, loss_scale);
   }
   return loss / K;
 }
@@ -199,7 +197,7 @@ void trainer_teardown(struct trainer *t) {
   if (t->log) fclose(t->log);
   free(t->inputs);
   free(t->targets);
-  gpt2_free(&t->model);
+  t->opt.family->free(t->model);
   fsdp_model_free(&t->fsdp);
   if (!t->planning) token_data_free(&t->data);
 }

@@ -20,7 +20,8 @@ struct trainer {
   struct token_data data;
   struct token_split train, val;
   struct fsdp_model fsdp;
-  struct gpt2 model;
+  void *model; /* opt.family's */
+  float loss;  /* the last forward's mean loss on this rank */
   int *inputs, *targets; /* host memory: the loader's, outside the device's accounting */
   FILE *log;
   struct loss_scaler scaler;

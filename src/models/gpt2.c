@@ -11,34 +11,7 @@
 #include "fsdp/memory.h"
 #include "fsdp/nn.h"
 
-struct gpt2_preset {
-  const char *name;
-  struct gpt2_config config;
-};
-
-/* The last four are the GPT-2 124M/350M/774M/1.5B shapes; the first two read bytes as tokens. */
-static const struct gpt2_preset presets[] = {
-    {"gpt2-tiny", {2, 4, 128, 256, 256}},
-    {"shakespeare-char", {6, 6, 384, 256, 256}},
-    {"gpt2", {12, 12, 768, 50257, 1024}},
-    {"gpt2-medium", {24, 16, 1024, 50257, 1024}},
-    {"gpt2-large", {36, 20, 1280, 50257, 1024}},
-    {"gpt2-xl", {48, 25, 1600, 50257, 1024}},
-};
-enum { NUM_PRESETS = sizeof presets / sizeof presets[0] };
-
-int gpt2_config_preset(const char *name, struct gpt2_config *out) {
-  for (int i = 0; i < NUM_PRESETS; i++)
-    if (strcmp(presets[i].name, name) == 0) {
-      *out = presets[i].config;
-      return 1;
-    }
-  return 0;
-}
-
-const char *gpt2_preset_names(void) { return "gpt2-tiny, shakespeare-char, gpt2, gpt2-medium, gpt2-large, gpt2-xl"; }
-
-const char *gpt2_config_problem(const struct gpt2_config *c) {
+static const char *gpt2_config_problem(const struct model_config *c) {
   static char message[160];
   if (c->n_layer < 1) return "--n-layer must be at least 1";
   if (c->n_head < 1) return "--n-head must be at least 1";
@@ -52,7 +25,7 @@ const char *gpt2_config_problem(const struct gpt2_config *c) {
   return NULL;
 }
 
-const char *gpt2_batch_problem(const struct gpt2_config *c, int B, int T) {
+const char *gpt2_batch_problem(const struct model_config *c, int B, int T) {
   static char message[200];
   /* The kernels take element counts such as N * 4C as int. */
   size_t N = (size_t)B * (size_t)T, widest = N * 4 * (size_t)c->n_embd;
@@ -76,7 +49,7 @@ static struct param_spec vector(const char *name, size_t n, float value) {
 }
 
 static void declare_units(struct gpt2 *model) {
-  const struct gpt2_config *c = &model->config;
+  const struct model_config *c = &model->config;
   size_t C = (size_t)c->n_embd;
   float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)c->n_layer);
   struct param_spec root[ROOT_NUM_PARAMS] = {
@@ -142,7 +115,7 @@ static void zero(const struct gpt2 *model, void *buffer, size_t elements) {
 enum { BLOCK_ACT_BUFFERS = 15 };
 static void block_act_buffers(const struct gpt2 *model, struct gpt2_block_acts *a, void **buffers[BLOCK_ACT_BUFFERS],
                               size_t elements[BLOCK_ACT_BUFFERS]) {
-  const struct gpt2_config *c = &model->config;
+  const struct model_config *c = &model->config;
   size_t N = (size_t)model->B * model->T, C = (size_t)c->n_embd;
   size_t att = (size_t)model->B * c->n_head * model->T * model->T;
   void **b[BLOCK_ACT_BUFFERS] = {&a->ln1,      &a->ln1_mean, &a->ln1_rstd, &a->qkv, &a->atty,
@@ -187,7 +160,7 @@ int gpt2_is_checkpointed(const struct gpt2 *model, int layer) {
   return model->ac_every > 0 && (layer + 1) % model->ac_every == 0;
 }
 
-void gpt2_create(struct gpt2 *model, const struct gpt2_config *config, struct fsdp_model *fsdp, int B, int T,
+void gpt2_create(struct gpt2 *model, const struct model_config *config, struct fsdp_model *fsdp, int B, int T,
                  int ac_every) {
   FSDP_CHECK(fsdp->n_units == 0 && gpt2_config_problem(config) == NULL && ac_every >= 0);
   FSDP_CHECK(B >= 1 && T >= 1 && T <= config->max_seq_len && gpt2_batch_problem(config, B, T) == NULL);
@@ -244,7 +217,7 @@ static void block_forward(struct gpt2 *model, int l, void *input) {
 }
 
 void gpt2_forward(struct gpt2 *model, const int *inputs, const int *targets) {
-  const struct gpt2_config *c = &model->config;
+  const struct model_config *c = &model->config;
   size_t N = (size_t)model->B * model->T, C = (size_t)c->n_embd, V = (size_t)c->vocab_size;
   struct nn_ctx k = ctx(model);
   gpt2_release_activations(model); /* of a forward without backward (an evaluation) */
@@ -333,7 +306,7 @@ static void block_backward(struct gpt2 *model, int l, void *input) {
 }
 
 void gpt2_backward(struct gpt2 *model, float loss_scale) {
-  const struct gpt2_config *c = &model->config;
+  const struct model_config *c = &model->config;
   size_t N = (size_t)model->B * model->T, C = (size_t)c->n_embd, V = (size_t)c->vocab_size;
   int L = c->n_layer;
   struct fsdp_unit *root = model->root;
@@ -384,3 +357,35 @@ void gpt2_backward(struct gpt2 *model, float loss_scale) {
   gpt2_release_activations(model);
   fsdp_post_backward(model->fsdp, root);
 }
+
+/* ---- the registry's view of GPT-2 (fsdp/model.h) ---- */
+
+static void *create(const struct model_config *c, struct fsdp_model *fsdp, int B, int T, int ac_every) {
+  struct gpt2 *model = fsdp_xmalloc(sizeof *model);
+  gpt2_create(model, c, fsdp, B, T, ac_every);
+  return model;
+}
+
+static void destroy(void *model) {
+  gpt2_free(model);
+  free(model);
+}
+
+static float forward(void *model, const int *inputs, const int *targets) {
+  gpt2_forward(model, inputs, targets);
+  return ((struct gpt2 *)model)->mean_loss;
+}
+
+static void backward(void *model, float loss_scale) { gpt2_backward(model, loss_scale); }
+static void release_activations(void *model) { gpt2_release_activations(model); }
+
+const struct model_family GPT2_FAMILY = {
+    .name = "gpt2",
+    .config_problem = gpt2_config_problem,
+    .batch_problem = gpt2_batch_problem,
+    .create = create,
+    .free = destroy,
+    .forward = forward,
+    .backward = backward,
+    .release_activations = release_activations,
+};

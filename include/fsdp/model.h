@@ -1,0 +1,56 @@
+/* What the command line knows of a model: its configuration and a table of functions
+ * (the registry, src/models/registry.c). Adding a model is a file in src/models and a
+ * line in the registry; nothing outside src/models names one. */
+#ifndef FSDP_MODEL_H
+#define FSDP_MODEL_H
+
+#include "fsdp/runtime.h"
+
+/* Every model's shape; each family reads the fields it uses (the rest stay 0). */
+struct model_config {
+  int n_layer;
+  int n_head;
+  int n_kv_head;   /* grouped-query attention: heads of k and v (Llama); n_head where there is none */
+  int n_embd;
+  int vocab_size;
+  int max_seq_len; /* GPT-2: rows of the position embedding; Llama: rows of the RoPE table */
+  int ffn_hidden;  /* Llama's SwiGLU width; GPT-2's MLP is 4 n_embd */
+  float norm_eps;
+  float rope_theta;
+  /* Llama 3.1's RoPE frequency scaling; rope_factor 0: none. */
+  float rope_factor, rope_low_freq_factor, rope_high_freq_factor;
+  int rope_original_max_seq_len;
+  int tied;        /* the output projection is the token embedding */
+};
+
+/* A model created on an fsdp model: one of the families' own structs. */
+struct model_family {
+  const char *name; /* "gpt2", "llama3" */
+  /* NULL when valid, else a message naming the first inconsistent field (as a flag). */
+  const char *(*config_problem)(const struct model_config *c);
+  /* NULL when batches of B x T fit the kernels' int sizes, else what is too large. */
+  const char *(*batch_problem)(const struct model_config *c, int B, int T);
+  /* Declares the units on fsdp (which has none yet) for batches of B x T; ac_every K > 0
+   * checkpoints blocks K-1, 2K-1, ... */
+  void *(*create)(const struct model_config *c, struct fsdp_model *fsdp, int B, int T, int ac_every);
+  void (*free)(void *model);
+  /* Host token ids (B, T); returns this rank's mean loss over its B * T tokens. */
+  float (*forward)(void *model, const int *inputs, const int *targets);
+  /* The backward of the last forward, of loss_scale times the mean loss. */
+  void (*backward)(void *model, float loss_scale);
+  /* Frees what a forward that no backward follows (an evaluation) left. */
+  void (*release_activations)(void *model);
+};
+
+struct model_preset {
+  const char *name;
+  const struct model_family *family;
+  struct model_config config;
+};
+
+/* The preset named, or NULL. */
+const struct model_preset *model_preset_find(const char *name);
+/* The preset names, comma-separated, for messages and --help. */
+const char *model_preset_names(void);
+
+#endif
