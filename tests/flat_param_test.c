@@ -55,7 +55,7 @@ int main(void) {
       uint64_t index = (uint64_t)set * 64 + (uint64_t)p;
       snprintf(names[p], sizeof names[p], "p%d", p);
       int ndim = 1 + (int)rng_below(7, 2, index, 2);
-      specs[p] = (struct param_spec){names[p], ndim, {0}, PARAM_INIT_CONSTANT, 0.0f, ndim > 1};
+      specs[p] = (struct param_spec){names[p], ndim, {0}, PARAM_INIT_CONSTANT, 0.0f, ndim > 1, 0.0f};
       for (int d = 0; d < ndim; d++) specs[p].shape[d] = 1 + rng_below(7, 3 + (uint64_t)d, index, set < 100 ? 9 : 300);
     }
     for (int world = 1; world <= 8; world++) check_layout(specs, n, world);

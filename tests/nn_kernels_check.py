@@ -1,4 +1,4 @@
-"""Checks the CPU layer kernels against PyTorch.
+"""Checks the CPU layer kernels (and the truncated normal init) against PyTorch.
 
 Reads the named tensors written by nn_kernels_test, recomputes every forward output and gradient in float64 with torch, and fails
 on any mismatch. Gradients are compared with their initial value plus the true
@@ -73,18 +73,24 @@ def leaf(t):
     return t.clone().requires_grad_(True)
 
 
-def check_encoder(c):
-    r = c.group("encoder")
+def check_encoder(c, kernel):
+    r = c.group(kernel)
     inp = r["inp"].long()
     B, T = inp.shape
-    wte, wpe = leaf(r["wte"]), leaf(r["wpe"])
-    out = wte[inp] + wpe[:T].unsqueeze(0)
-    dwte, dwpe = grads(out, r["dout"], (wte, wpe))
-    c.compare("encoder", [
+    wte = leaf(r["wte"])
+    if "wpe" in r:
+        wpe = leaf(r["wpe"])
+        out = wte[inp] + wpe[:T].unsqueeze(0)
+        dwte, dwpe = grads(out, r["dout"], (wte, wpe))
+        results = [("dwpe", r["dwpe"], r["dwpe0"] + dwpe)]
+    else:
+        out = wte[inp]
+        (dwte,) = grads(out, r["dout"], (wte,))
+        results = []
+    c.compare(kernel, [
         ("out", r["out"], out.detach()),
         ("dwte", r["dwte"], r["dwte0"] + dwte),
-        ("dwpe", r["dwpe"], r["dwpe0"] + dwpe),
-    ])
+    ] + results)
 
 
 def check_layernorm(c):
@@ -262,12 +268,44 @@ def check_gqa_attention(c, kernel):
     c.compare(kernel, results)
 
 
+def check_init_trunc_normal(c):
+    """Bounds, the first draw kept where it is in bounds, and the truncated normal's
+    standard deviation, std * sqrt(1 - 2 b phi(b) / (2 Phi(b) - 1)) for bounds at b std."""
+    kernel = "init_trunc_normal"
+    r = c.group(kernel)
+    std, bound = r["params"].tolist()
+    x, normal = r["x"], r["normal"]
+    inside = normal.abs() <= bound
+    b = torch.tensor(bound / std, dtype=torch.float64)
+    phi = torch.exp(-b * b / 2) / math.sqrt(2 * math.pi)
+    mass = torch.erf(b / math.sqrt(2))
+    want_std = std * math.sqrt(1 - 2 * b * phi / mass)
+    # Five standard errors of the sample's mean and standard deviation.
+    n = x.numel()
+    mean_tol, std_tol = 5 * want_std / math.sqrt(n), 5 * want_std / math.sqrt(2 * n)
+    bad = []
+    if x.abs().max() > bound:
+        bad.append("a value of %.6g is out of bounds %g" % (x.abs().max(), bound))
+    if not torch.equal(x[inside], normal[inside]):
+        bad.append("a value in bounds was not the first draw")
+    if inside.all():
+        bad.append("no value was redrawn")
+    if abs(x.mean()) > mean_tol or abs(x.std() - want_std) > std_tol:
+        bad.append("mean %.5g and std %.5g, expected 0 and %.5g" % (x.mean(), x.std(), want_std))
+    print("kernel %s: %d of %d redrawn, std %.5f (expected %.5f), %s"
+          % (kernel, int((~inside).sum()), n, x.std(), want_std, "FAIL" if bad else "ok"))
+    for line in bad:
+        print("    MISMATCH " + line)
+        c.failures.append("%s: %s" % (kernel, line))
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: nn_kernels_check.py nn_kernels.bin")
     c = Checker(read_records(sys.argv[1]))
     checks = [
-        lambda: check_encoder(c),
+        lambda: check_encoder(c, "encoder"),
+        lambda: check_encoder(c, "encoder_nopos"),
         lambda: check_layernorm(c),
         lambda: check_matmul(c, "matmul"),
         lambda: check_matmul(c, "matmul_nobias"),
@@ -284,6 +322,7 @@ def main():
         lambda: check_gqa_attention(c, "gqa_attention_mha"),
         lambda: check_gqa_attention(c, "gqa_attention_long"),
         lambda: check_gqa_attention(c, "gqa_attention_nodq"),
+        lambda: check_init_trunc_normal(c),
     ]
     for check in checks:
         try:

@@ -1,4 +1,4 @@
-/* Runs every CPU layer kernel on small, awkward sizes and writes all inputs,
+/* Runs every CPU layer kernel on small, awkward sizes (and the truncated normal init) and writes all inputs,
  * outputs and gradients to a file for nn_kernels_check.py, which recomputes
  * them with PyTorch. Gradients start from random values, not zero, so that the
  * check also proves that every backward accumulates.
@@ -49,25 +49,30 @@ static float *copy(const float *x, size_t n) {
 /* Writes local variable `field` as record "<kernel>/field"; kernel and name[64] are locals of the caller. */
 #define W(field, ...) (snprintf(name, sizeof name, "%s/%s", kernel, #field), tensor_file_write(out_file, name, field, __VA_ARGS__))
 
-static void test_encoder(int B, int T, int C, int V, int maxT) {
-  const char *kernel = "encoder";
+/* positions 0: Llama's embedding, without wpe. */
+static void test_encoder(const char *kernel, int B, int T, int C, int V, int maxT, int positions) {
   char name[64];
   int *inp = randint((size_t)B * T, V);
   float *wte = randn((size_t)V * C, 1.0f, 0.0f), *wpe = randn((size_t)maxT * C, 1.0f, 0.0f);
   float *out = randn((size_t)B * T * C, 1.0f, 0.0f), *dout = randn((size_t)B * T * C, 1.0f, 0.0f);
   float *dwte0 = randn((size_t)V * C, 1.0f, 0.0f), *dwpe0 = randn((size_t)maxT * C, 1.0f, 0.0f);
   float *dwte = copy(dwte0, (size_t)V * C), *dwpe = copy(dwpe0, (size_t)maxT * C);
-  nn_encoder_forward(&cpu, f2(out, B * T, C), i2(inp, B, T), f2(wte, V, C), f2(wpe, maxT, C));
-  nn_encoder_backward(&cpu, f2(dwte, V, C), f2(dwpe, maxT, C), f2(dout, B * T, C), i2(inp, B, T));
-  tensor_file_write_ints(out_file, "encoder/inp", inp, DIMS(B, T));
+  nn_encoder_forward(&cpu, f2(out, B * T, C), i2(inp, B, T), f2(wte, V, C),
+                     positions ? f2(wpe, maxT, C) : TENSOR_NONE);
+  nn_encoder_backward(&cpu, f2(dwte, V, C), positions ? f2(dwpe, maxT, C) : TENSOR_NONE, f2(dout, B * T, C),
+                      i2(inp, B, T));
+  snprintf(name, sizeof name, "%s/inp", kernel);
+  tensor_file_write_ints(out_file, name, inp, DIMS(B, T));
   W(wte, DIMS(V, C));
-  W(wpe, DIMS(maxT, C));
   W(out, DIMS(B, T, C));
   W(dout, DIMS(B, T, C));
   W(dwte0, DIMS(V, C));
-  W(dwpe0, DIMS(maxT, C));
   W(dwte, DIMS(V, C));
-  W(dwpe, DIMS(maxT, C));
+  if (positions) {
+    W(wpe, DIMS(maxT, C));
+    W(dwpe0, DIMS(maxT, C));
+    W(dwpe, DIMS(maxT, C));
+  }
   free(inp), free(wte), free(wpe), free(out), free(dout), free(dwte0), free(dwpe0), free(dwte), free(dwpe);
 }
 
@@ -299,6 +304,21 @@ static void test_gqa_attention(const char *kernel, int B, int T, int NH, int NKV
   free(q), free(k), free(v), free(out), free(att), free(dout), free(dq0), free(dk0), free(dv0);
   free(dq), free(dk), free(dv);
 }
+/* The truncated normal beside the plain one from the same counters: where the plain
+ * value is in bounds the two are equal, elsewhere the truncated one was redrawn. */
+static void test_init_trunc_normal(size_t n, float std, float bound) {
+  const char *kernel = "init_trunc_normal";
+  char name[64];
+  uint64_t stream = next_stream++, first = 1000;
+  float *normal = fsdp_xmalloc(n * sizeof(float)), *x = fsdp_xmalloc(n * sizeof(float));
+  nn_init_normal(&cpu, f1(normal, (int)n), SEED, stream, first, std);
+  nn_init_trunc_normal(&cpu, f1(x, (int)n), SEED, stream, first, std, bound);
+  float params[] = {std, bound};
+  W(params, DIMS(2));
+  W(normal, DIMS((int)n));
+  W(x, DIMS((int)n));
+  free(normal), free(x);
+}
 #undef W
 
 int main(int argc, char **argv) {
@@ -309,7 +329,8 @@ int main(int argc, char **argv) {
   out_file = tensor_file_create(argv[1]);
   cpu = (struct nn_ctx){device_cpu(), device_host_stream_create(device_cpu(), "kernels")};
   int B = 2, T = 5, C = 12, NH = 3, OC = 20, V = 11;
-  test_encoder(B, T, C, V, T + 2);
+  test_encoder("encoder", B, T, C, V, T + 2, 1);
+  test_encoder("encoder_nopos", B, T, C, V, T + 2, 0);
   test_layernorm(B * T, C);
   test_matmul("matmul", B * T, C, OC, 1);
   test_matmul("matmul_nobias", B * T, C, OC, 0);
@@ -331,6 +352,8 @@ int main(int argc, char **argv) {
   test_gqa_attention("gqa_attention_mha", B, T, NH, NH, 4, 1);
   test_gqa_attention("gqa_attention_long", 3, 37, 8, 2, 7, 1);
   test_gqa_attention("gqa_attention_nodq", B, T, 6, 3, 5, 0);
+  /* Bounds of 2 std: one value in 22 is redrawn. */
+  test_init_trunc_normal(20000, 0.5f, 1.0f);
   tensor_file_close(out_file);
   return 0;
 }

@@ -16,17 +16,24 @@
 
 static const uint64_t SEED = 42;
 static const struct param_spec specs[] = {
-    {"w", 2, {7, 5}, PARAM_INIT_NORMAL, 0.02f, 1},
-    {"b", 1, {7}, PARAM_INIT_CONSTANT, 0.0f, 0},
-    {"norm", 1, {13}, PARAM_INIT_CONSTANT, 1.0f, 0},
-    {"big", 3, {3, 4, 9}, PARAM_INIT_NORMAL, 1.5f, 1},
+    {"w", 2, {7, 5}, PARAM_INIT_NORMAL, 0.02f, 1, 0.0f},
+    {"b", 1, {7}, PARAM_INIT_CONSTANT, 0.0f, 0, 0.0f},
+    {"norm", 1, {13}, PARAM_INIT_CONSTANT, 1.0f, 0, 0.0f},
+    {"big", 3, {3, 4, 9}, PARAM_INIT_NORMAL, 1.5f, 1, 0.0f},
+    /* Bounds of 1.5 std: one value in 7 is redrawn, from a counter no element uses. */
+    {"trunc", 2, {11, 6}, PARAM_INIT_TRUNC_NORMAL, 0.2f, 1, 0.3f},
 };
 enum { N_PARAMS = sizeof specs / sizeof specs[0], UNIT_ID = 0 };
 
 /* The value element i of parameter p must have, computed without any sharding. */
 static float expected_param(int p, size_t i) {
-  if (specs[p].init == PARAM_INIT_CONSTANT) return specs[p].init_value;
-  return specs[p].init_value * rng_normal(SEED, ((uint64_t)UNIT_ID << 32) | (uint64_t)p, i);
+  uint64_t stream = ((uint64_t)UNIT_ID << 32) | (uint64_t)p;
+  switch (specs[p].init) {
+    case PARAM_INIT_NORMAL: return specs[p].init_value * rng_normal(SEED, stream, i);
+    case PARAM_INIT_TRUNC_NORMAL: return rng_trunc_normal(SEED, stream, i, specs[p].init_value, specs[p].init_bound);
+    case PARAM_INIT_CONSTANT: break;
+  }
+  return specs[p].init_value;
 }
 
 /* The gradient rank r contributes to flat element i: exact in float, so sums are exact. */

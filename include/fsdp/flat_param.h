@@ -9,7 +9,9 @@
 
 enum { FLAT_ALIGN = 16, PARAM_MAX_DIMS = 4, PARAM_NAME_MAX = 64 };
 
-enum param_init { PARAM_INIT_NORMAL, PARAM_INIT_CONSTANT };
+/* Normal (mean 0, std init_value), truncated normal (the same, resampled until within
+ * [-init_bound, init_bound]: rng_trunc_normal) or the constant init_value. */
+enum param_init { PARAM_INIT_NORMAL, PARAM_INIT_TRUNC_NORMAL, PARAM_INIT_CONSTANT };
 
 /* What a model declares about one parameter. */
 struct param_spec {
@@ -19,6 +21,7 @@ struct param_spec {
   enum param_init init;
   float init_value; /* standard deviation (normal, mean 0) or the constant */
   int weight_decay; /* 1: AdamW decays it (matrices), 0: not (biases, norms) */
+  float init_bound; /* truncated normal only: at least init_value */
 };
 
 struct flat_param_entry {
@@ -28,6 +31,7 @@ struct flat_param_entry {
   enum param_init init;
   float init_value;
   int weight_decay;
+  float init_bound;
   size_t numel;
   size_t offset; /* first element in the flat buffer */
 };

@@ -29,7 +29,8 @@ struct nn_ctx {
  * the CPU (from the rounded values), the 16-bit dtype itself on a GPU. */
 enum dtype nn_compute_dtype(const struct device *d, enum dtype param_dtype);
 
-/* out (B, T, C) = wte[inp[b, t]] + wpe[t]; inp (B, T) int32. */
+/* out (B, T, C) = wte[inp[b, t]] + wpe[t]; inp (B, T) int32. wpe TENSOR_NONE: no
+ * position embedding (Llama's, whose positions are RoPE's), out = wte[inp[b, t]]. */
 void nn_encoder_forward(const struct nn_ctx *c, struct tensor out, struct tensor inp, struct tensor wte,
                         struct tensor wpe);
 void nn_encoder_backward(const struct nn_ctx *c, struct tensor dwte, struct tensor dwpe, struct tensor dout,
@@ -140,6 +141,10 @@ void nn_fill(const struct nn_ctx *c, struct tensor x, float value);
 /* x[i] = std * normal(seed, stream, first + i): Philox4x32-10 and Box-Muller (fsdp/rng.h). */
 void nn_init_normal(const struct nn_ctx *c, struct tensor x, uint64_t seed, uint64_t stream, uint64_t first,
                     float std);
+/* x[i] = rng_trunc_normal(seed, stream, first + i, std, bound) (fsdp/rng.h): resampled
+ * until within [-bound, bound], bound >= std > 0. */
+void nn_init_trunc_normal(const struct nn_ctx *c, struct tensor x, uint64_t seed, uint64_t stream, uint64_t first,
+                          float std, float bound);
 
 /* PyTorch's AdamW on fp32 buffers: p -= lr * wd * p; m = b1 m + (1 - b1) g;
  * v = b2 v + (1 - b2) g^2; p -= (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps). */

@@ -40,6 +40,13 @@ float rng_normal(uint64_t seed, uint64_t stream, uint64_t index) {
   return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
 }
 
+float rng_trunc_normal(uint64_t seed, uint64_t stream, uint64_t index, float std, float bound) {
+  for (uint64_t k = 0;; k++) {
+    float x = std * rng_normal(seed, stream, index + (k << 48));
+    if (fabsf(x) <= bound) return x;
+  }
+}
+
 uint64_t rng_below(uint64_t seed, uint64_t stream, uint64_t index, uint64_t n) {
   uint32_t r[4];
   philox4x32(seed, stream, index, r);

@@ -16,6 +16,7 @@ void flat_layout_init(struct flat_layout *layout, const struct param_spec *specs
     const struct param_spec *s = &specs[p];
     struct flat_param_entry *e = &layout->params[p];
     FSDP_CHECK(s->ndim >= 1 && s->ndim <= PARAM_MAX_DIMS && strlen(s->name) < PARAM_NAME_MAX);
+    FSDP_CHECK(s->init != PARAM_INIT_TRUNC_NORMAL || (s->init_value > 0.0f && s->init_bound >= s->init_value));
     strcpy(e->name, s->name);
     e->ndim = s->ndim;
     e->numel = 1;
@@ -26,6 +27,7 @@ void flat_layout_init(struct flat_layout *layout, const struct param_spec *specs
     e->init = s->init;
     e->init_value = s->init_value;
     e->weight_decay = s->weight_decay;
+    e->init_bound = s->init_bound;
     e->offset = offset;
     offset += e->numel;
   }

@@ -91,10 +91,13 @@ void fsdp_unit_init_params(struct fsdp_unit *u, uint64_t seed) {
     struct owned_range r = flat_layout_owned(&u->layout, p, layout_rank(u));
     if (r.end == r.begin) continue;
     struct tensor owned = tensor_slice(&shard, r.shard_offset, r.end - r.begin);
-    if (e->init == PARAM_INIT_NORMAL)
-      nn_init_normal(&c, owned, seed, init_stream(u, p), r.begin, e->init_value);
-    else
-      nn_fill(&c, owned, e->init_value);
+    switch (e->init) {
+      case PARAM_INIT_NORMAL: nn_init_normal(&c, owned, seed, init_stream(u, p), r.begin, e->init_value); break;
+      case PARAM_INIT_TRUNC_NORMAL:
+        nn_init_trunc_normal(&c, owned, seed, init_stream(u, p), r.begin, e->init_value, e->init_bound);
+        break;
+      case PARAM_INIT_CONSTANT: nn_fill(&c, owned, e->init_value); break;
+    }
   }
 }
 

@@ -42,10 +42,10 @@ const char *gpt2_batch_problem(const struct model_config *c, int B, int T) {
 /* nanoGPT's init: weights normal(0, 0.02), the two residual projections scaled by
  * 1/sqrt(2 n_layer), biases zero, LayerNorm weights one; matrices are decayed. */
 static struct param_spec matrix(const char *name, size_t rows, size_t cols, float std) {
-  return (struct param_spec){name, 2, {rows, cols}, PARAM_INIT_NORMAL, std, 1};
+  return (struct param_spec){name, 2, {rows, cols}, PARAM_INIT_NORMAL, std, 1, 0.0f};
 }
 static struct param_spec vector(const char *name, size_t n, float value) {
-  return (struct param_spec){name, 1, {n}, PARAM_INIT_CONSTANT, value, 0};
+  return (struct param_spec){name, 1, {n}, PARAM_INIT_CONSTANT, value, 0, 0.0f};
 }
 
 static void declare_units(struct gpt2 *model) {

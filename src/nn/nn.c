@@ -214,6 +214,12 @@ void nn_init_normal(const struct nn_ctx *c, struct tensor x, uint64_t seed, uint
   LAUNCH(c, init_normal, x, seed, stream, first, std);
 }
 
+void nn_init_trunc_normal(const struct nn_ctx *c, struct tensor x, uint64_t seed, uint64_t stream, uint64_t first,
+                          float std, float bound) {
+  FSDP_CHECK(std > 0.0f && bound >= std);
+  LAUNCH(c, init_trunc_normal, x, seed, stream, first, std, bound);
+}
+
 void nn_adamw(const struct nn_ctx *c, struct tensor param, struct tensor grad, struct tensor m, struct tensor v,
               const struct nn_adamw *h) {
   LAUNCH(c, adamw, param, grad, m, v, *h);

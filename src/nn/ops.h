@@ -40,6 +40,7 @@ struct scale_args { struct tensor x; float scale; };
 struct sum_args { struct tensor sum, x; };
 struct fill_args { struct tensor x; float value; };
 struct init_normal_args { struct tensor x; uint64_t seed, stream, first; float std; };
+struct init_trunc_normal_args { struct tensor x; uint64_t seed, stream, first; float std, bound; };
 struct adamw_args { struct tensor param, grad, m, v; struct nn_adamw h; };
 
 typedef void (*nn_kernel)(void *args);
@@ -53,7 +54,7 @@ struct nn_backend {
       matmul_backward, attention_forward, attention_backward, gelu_forward, gelu_backward, residual_forward,
       softmax_crossentropy_forward, softmax_crossentropy_backward, rmsnorm_forward, rmsnorm_backward, rope_table,
       rope_forward, rope_backward, swiglu_forward, swiglu_backward, gqa_attention_forward, gqa_attention_backward,
-      cast, round, add, scale, sum, sum_squares, fill, init_normal, adamw;
+      cast, round, add, scale, sum, sum_squares, fill, init_normal, init_trunc_normal, adamw;
 };
 
 /* The stream of the op being launched, while its launcher runs. A cuda launcher runs

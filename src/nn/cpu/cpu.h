@@ -54,6 +54,7 @@ void cpu_sum(void *args);
 void cpu_sum_squares(void *args);
 void cpu_fill(void *args);
 void cpu_init_normal(void *args);
+void cpu_init_trunc_normal(void *args);
 void cpu_adamw(void *args);
 
 #endif

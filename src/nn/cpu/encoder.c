@@ -2,14 +2,14 @@
 
 #include "cpu.h"
 
-/* out[b,t,:] = wte[inp[b,t],:] + wpe[t,:] */
+/* out[b,t,:] = wte[inp[b,t],:] + wpe[t,:], or without wpe (NULL) the token's row alone. */
 static void encoder_forward(float *out, const int *inp, const float *wte, const float *wpe, int B, int T, int C) {
 #pragma omp parallel for
   for (int bt = 0; bt < B * T; bt++) {
     float *o = out + (size_t)bt * C;
     const float *we = wte + (size_t)inp[bt] * C;
-    const float *pe = wpe + (size_t)(bt % T) * C;
-    for (int c = 0; c < C; c++) o[c] = we[c] + pe[c];
+    const float *pe = wpe ? wpe + (size_t)(bt % T) * C : NULL;
+    for (int c = 0; c < C; c++) o[c] = pe ? we[c] + pe[c] : we[c];
   }
 }
 
@@ -32,7 +32,7 @@ static void encoder_backward(float *dwte, float *dwpe, const float *dout, const 
 
 void cpu_encoder_forward(void *p) {
   const struct encoder_args *a = p;
-  encoder_forward(f32(a->out), i32(a->inp), f32(a->wte), f32(a->wpe), dim(a->inp, 0), dim(a->inp, 1),
+  encoder_forward(f32(a->out), i32(a->inp), f32(a->wte), f32_or_null(a->wpe), dim(a->inp, 0), dim(a->inp, 1),
                   dim(a->wte, 1));
 }
 

@@ -83,6 +83,13 @@ void cpu_init_normal(void *p) {
   for (size_t i = 0, n = tensor_numel(&a->x); i < n; i++) x[i] = a->std * rng_normal(a->seed, a->stream, a->first + i);
 }
 
+void cpu_init_trunc_normal(void *p) {
+  const struct init_trunc_normal_args *a = p;
+  float *x = f32(a->x);
+  for (size_t i = 0, n = tensor_numel(&a->x); i < n; i++)
+    x[i] = rng_trunc_normal(a->seed, a->stream, a->first + i, a->std, a->bound);
+}
+
 void cpu_adamw(void *p) {
   const struct adamw_args *a = p;
   const struct nn_adamw *h = &a->h;

@@ -40,5 +40,6 @@ const struct nn_backend NN_CPU = {
     .sum_squares = cpu_sum_squares,
     .fill = cpu_fill,
     .init_normal = cpu_init_normal,
+    .init_trunc_normal = cpu_init_trunc_normal,
     .adamw = cpu_adamw,
 };

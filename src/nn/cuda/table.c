@@ -9,8 +9,8 @@ static size_t cuda_attention_backward_scratch(const struct tensor *att) {
   return 0;
 }
 
-/* The layer kernels are not written yet: their entries are NULL, and nn.c ends the job
- * naming the op (nn.h). */
+/* The layer kernels and init_trunc_normal (Llama's) are not written yet: their entries
+ * are NULL, and nn.c ends the job naming the op (nn.h). */
 static const struct nn_backend NN_CUDA = {
     .name = "cuda",
     .compute_dtype = cuda_compute_dtype,
