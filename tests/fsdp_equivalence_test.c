@@ -1,4 +1,4 @@
-/* FSDP changes no mathematics: GPT-2 trained for 10 AdamW steps on W ranks with
+/* FSDP changes no mathematics: a model trained for 10 AdamW steps on W ranks with
  * a given strategy gives the single-process loss and grad-norm trajectory on the
  * same global batch, and the same final parameters. Overlap and activation
  * checkpointing change nothing at all: every prefetch mode, and checkpointing of
@@ -7,7 +7,8 @@
  * rounding (the sums run in another order). Along the
  * way the memory tracker proves the sharded-state formula and the unsharded
  * buffers' lifetimes and limit.
- * Usage (under mpirun -np W): fsdp_equivalence_test full|grad-op|none */
+ * Usage (under mpirun -np W): fsdp_equivalence_test MODEL full|grad-op|none, MODEL one
+ * of tests/test_models.h's */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,12 +17,12 @@
 #include "check.h"
 #include "fsdp/device.h"
 #include "fsdp/comm.h"
-#include "fsdp/gpt2.h"
 #include "fsdp/memory.h"
 #include "fsdp/rng.h"
+#include "test_models.h"
 
-enum { STEPS = 10, GLOBAL_BATCH = 12, SEQ = 24 };
-static const struct model_config CONFIG = {.n_layer = 2, .n_head = 3, .n_embd = 72, .vocab_size = 67, .max_seq_len = SEQ};
+enum { STEPS = 10, GLOBAL_BATCH = 12, SEQ = TEST_MODEL_SEQ };
+static const struct test_model *tested; /* the model of the command line */
 static const uint64_t SEED = 1234;
 /* Summation orders differ between world sizes (rows split across ranks, then
  * averaged), so agreement is to rounding, not bitwise. Parameters may move by
@@ -53,8 +54,8 @@ static void make_batch(int step, int first, int count, int *inputs, int *targets
   for (int row = 0; row < count; row++)
     for (int t = 0; t < SEQ; t++) {
       uint64_t base = (uint64_t)(first + row) * (SEQ + 1) + (uint64_t)t;
-      inputs[row * SEQ + t] = (int)rng_below(SEED, (uint64_t)step, base, (uint64_t)CONFIG.vocab_size);
-      targets[row * SEQ + t] = (int)rng_below(SEED, (uint64_t)step, base + 1, (uint64_t)CONFIG.vocab_size);
+      inputs[row * SEQ + t] = (int)rng_below(SEED, (uint64_t)step, base, (uint64_t)tested->config.vocab_size);
+      targets[row * SEQ + t] = (int)rng_below(SEED, (uint64_t)step, base + 1, (uint64_t)tested->config.vocab_size);
     }
 }
 
@@ -66,12 +67,19 @@ static size_t mem_current(enum mem_category c) {
 
 static size_t padded_bytes(const struct fsdp_unit *u) { return u->layout.padded * sizeof(float); }
 
-/* Sharded state per rank is exactly ceil(numel / (W * 16)) * 16 elements a unit, computed here from the config. */
+/* The elements of the root unit and of a block, computed here from the config. */
+static void unit_numels(const struct model_config *c, size_t *root, size_t *block) {
+  size_t C = (size_t)c->n_embd, V = (size_t)c->vocab_size;
+  *root = V * C + (size_t)c->max_seq_len * C + 2 * C; /* wte, wpe, LayerNorm */
+  *block = 12 * C * C + 13 * C;
+}
+
+/* Sharded state per rank is exactly ceil(numel / (W * 16)) * 16 elements a unit. */
 static void check_sharded_state(const struct fsdp_model *m, int world) {
-  size_t C = (size_t)CONFIG.n_embd, granule = (size_t)world * 16, expected = 0;
-  size_t root = (size_t)CONFIG.vocab_size * C + (size_t)CONFIG.max_seq_len * C + 2 * C, block = 12 * C * C + 13 * C;
+  size_t granule = (size_t)world * 16, expected = 0, root, block;
+  unit_numels(&tested->config, &root, &block);
   expected += (root + granule - 1) / granule * granule / (size_t)world;
-  expected += (size_t)CONFIG.n_layer * ((block + granule - 1) / granule * granule / (size_t)world);
+  expected += (size_t)tested->config.n_layer * ((block + granule - 1) / granule * granule / (size_t)world);
   expected *= sizeof(float);
   if (mem_current(MEM_SHARDED_PARAMS) != expected || mem_current(MEM_SHARDED_GRADS) != expected ||
       mem_current(MEM_OPTIMIZER) != 2 * expected || fsdp_model_sharded_state_bytes(m) != 4 * expected)
@@ -80,11 +88,11 @@ static void check_sharded_state(const struct fsdp_model *m, int world) {
          expected, 2 * expected);
 }
 
-static void check_after_forward(const struct gpt2 *g, enum sharding_strategy s) {
+static void check_after_forward(const struct decoder *d, enum sharding_strategy s) {
   size_t expected = 0;
-  if (s != SHARD_NONE) expected += padded_bytes(g->root);
-  for (int l = 0; l < CONFIG.n_layer; l++) {
-    const struct fsdp_unit *b = g->blocks[l];
+  if (s != SHARD_NONE) expected += padded_bytes(d->root);
+  for (int l = 0; l < d->config.n_layer; l++) {
+    const struct fsdp_unit *b = d->blocks[l];
     if (s == SHARD_FULL && (b->state != UNIT_SHARDED || b->param_full)) FAIL("block %d unsharded after forward", l);
     if (s == SHARD_GRAD_OP) expected += padded_bytes(b);
   }
@@ -92,29 +100,29 @@ static void check_after_forward(const struct gpt2 *g, enum sharding_strategy s) 
     FAIL("%zu unsharded parameter bytes after forward, expected %zu", mem_current(MEM_UNSHARDED_PARAMS), expected);
 }
 
-static void check_after_backward(struct gpt2 *g, enum sharding_strategy s, const struct fsdp_overlap *o) {
+static void check_after_backward(struct decoder *d, enum sharding_strategy s, const struct fsdp_overlap *o) {
   if (mem_current(MEM_UNSHARDED_PARAMS)) FAIL("%zu unsharded param bytes alive after backward",
                                               mem_current(MEM_UNSHARDED_PARAMS));
   /* Gradients stay until their reduce-scatter is over. */
-  fsdp_model_wait_for_grads(g->fsdp);
+  fsdp_model_wait_for_grads(d->fsdp);
   if (mem_current(MEM_UNSHARDED_GRADS))
     FAIL("%zu unsharded grad bytes alive after the reduce-scatters", mem_current(MEM_UNSHARDED_GRADS));
   if (s != SHARD_FULL) return;
   /* The root stays gathered for the whole step; at most max_unsharded blocks join it
    * (one when nothing is prefetched), and without overlap one block's gradients. */
   size_t largest_block = 0;
-  for (int l = 0; l < CONFIG.n_layer; l++)
-    if (padded_bytes(g->blocks[l]) > largest_block) largest_block = padded_bytes(g->blocks[l]);
+  for (int l = 0; l < d->config.n_layer; l++)
+    if (padded_bytes(d->blocks[l]) > largest_block) largest_block = padded_bytes(d->blocks[l]);
   struct mem_stats st;
   device_memory_stats(device_cpu(), &st);
   int blocks = o->blocking || (o->prefetch == 0 && o->backward_prefetch == BACKWARD_PREFETCH_NONE)
                    ? 1
                    : o->max_unsharded;
-  size_t bound = padded_bytes(g->root) + (size_t)blocks * largest_block;
+  size_t bound = padded_bytes(d->root) + (size_t)blocks * largest_block;
   if (st.peak[MEM_UNSHARDED_PARAMS] > bound)
     FAIL("unsharded param peak %zu bytes exceeds root + %d blocks = %zu", st.peak[MEM_UNSHARDED_PARAMS], blocks,
          bound);
-  size_t grad_bound = padded_bytes(g->root) + largest_block;
+  size_t grad_bound = padded_bytes(d->root) + largest_block;
   if (o->blocking && st.peak[MEM_UNSHARDED_GRADS] > grad_bound)
     FAIL("unsharded grad peak %zu bytes exceeds root + one block = %zu", st.peak[MEM_UNSHARDED_GRADS], grad_bound);
 }
@@ -131,7 +139,7 @@ static float *gather_params(struct fsdp_model *m, size_t n) {
 /* How a run differs from the plain one besides its overlap. */
 struct variant {
   const char *name;
-  int ac_every;       /* gpt2_create's */
+  int ac_every;       /* model_family.create's */
   int micro_batches;  /* 0 or 1: none */
   int no_sync;        /* accumulate unsharded gradients, reduce at the last micro-batch */
 };
@@ -140,17 +148,17 @@ static const struct variant PLAIN = {"plain", 0, 1, 0};
 static void train(struct comm_group *group, enum sharding_strategy s, const struct fsdp_overlap *overlap,
                   const struct variant *v, int first_row, int rows, int check_memory, struct trajectory *out) {
   struct fsdp_model m;
-  struct gpt2 g;
   int K = v->micro_batches, micro = rows / K;
   fsdp_model_init(&m, device_cpu(), group, s, overlap, NULL);
-  gpt2_create(&g, &CONFIG, &m, micro, SEQ, v->ac_every);
+  void *model = tested->family->create(&tested->config, &m, micro, SEQ, v->ac_every);
+  struct decoder *d = model; /* every family's struct starts with its decoder */
   fsdp_model_init_params(&m, SEED);
   out->n_params = fsdp_model_numel(&m);
   out->initial_params = gather_params(&m, out->n_params);
   if (check_memory) check_sharded_state(&m, s == SHARD_NONE ? 1 : comm_size(group));
 
   int *inputs = malloc((size_t)micro * SEQ * sizeof(int)), *targets = malloc((size_t)micro * SEQ * sizeof(int));
-  /* The attention key bias has a gradient that is mathematically zero (softmax
+  /* GPT-2's attention key bias has a gradient that is mathematically zero (softmax
    * ignores a shift), so what is computed is rounding noise; with eps 1e-8 Adam
    * would turn that noise into full-size steps of random sign. eps 1e-6 keeps
    * noise still and leaves the real gradients (>= 1e-4 here) as they are. */
@@ -161,11 +169,10 @@ static void train(struct comm_group *group, enum sharding_strategy s, const stru
     for (int k = 0; k < K; k++) {
       make_batch(step, first_row + k * micro, micro, inputs, targets);
       m.requires_grad_sync = !v->no_sync || k == K - 1;
-      gpt2_forward(&g, inputs, targets);
-      if (check_memory) check_after_forward(&g, s);
-      gpt2_backward(&g, 1.0f / (float)K);
-      if (check_memory) check_after_backward(&g, s, overlap);
-      loss += g.mean_loss;
+      loss += tested->family->forward(model, inputs, targets);
+      if (check_memory) check_after_forward(d, s);
+      tested->family->backward(model, 1.0f / (float)K);
+      if (check_memory) check_after_backward(d, s, overlap);
     }
     out->loss[step] = fsdp_model_mean_across_ranks(&m, loss / K);
     out->grad_norm[step] = fsdp_model_grad_norm(&m);
@@ -175,7 +182,7 @@ static void train(struct comm_group *group, enum sharding_strategy s, const stru
   out->params = gather_params(&m, out->n_params);
   free(inputs);
   free(targets);
-  gpt2_free(&g);
+  tested->family->free(model);
   fsdp_model_free(&m);
 }
 
@@ -213,9 +220,10 @@ int main(int argc, char **argv) {
   struct comm_group *world = comm_world();
   int W = comm_size(world), rank = comm_rank(world);
   check_rank = rank;
-  int strategy = argc == 2 ? sharding_strategy_parse(argv[1]) : -1;
-  if (strategy < 0) {
-    fprintf(stderr, "usage: fsdp_equivalence_test full|grad-op|none\n");
+  tested = argc == 3 ? test_model_find(argv[1]) : NULL;
+  int strategy = argc == 3 ? sharding_strategy_parse(argv[2]) : -1;
+  if (!tested || strategy < 0) {
+    fprintf(stderr, "usage: fsdp_equivalence_test MODEL full|grad-op|none\n");
     comm_abort(2);
   }
   if (GLOBAL_BATCH % W) {
@@ -270,9 +278,9 @@ int main(int argc, char **argv) {
   int total = check_failures;
   comm_all_reduce(world, &total, 1, COMM_I32, COMM_SUM);
   if (rank == 0)
-    printf("equivalence: %s at W=%d, %d overlap modes bitwise equal, losses %.6f -> %.6f, "
+    printf("equivalence: %s %s at W=%d, %d overlap modes bitwise equal, losses %.6f -> %.6f, "
            "grad norms %.4f -> %.4f, max param diff %.3g, %d failures\n",
-           argv[1], W, N_MODES, sharded.loss[0], sharded.loss[STEPS - 1], sharded.grad_norm[0],
+           argv[1], argv[2], W, N_MODES, sharded.loss[0], sharded.loss[STEPS - 1], sharded.grad_norm[0],
            sharded.grad_norm[STEPS - 1], worst, total);
   free(reference.initial_params);
   free(reference.params);

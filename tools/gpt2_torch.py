@@ -6,6 +6,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from fsdp_module import FsdpModule
+
 
 class Block(torch.nn.Module):
     def __init__(self, n_embd, n_head):
@@ -35,7 +37,7 @@ class Block(torch.nn.Module):
         return x + self.mlp_proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
 
 
-class GPT2(torch.nn.Module):
+class GPT2(FsdpModule):
     def __init__(self, n_layer, n_head, n_embd, vocab_size, max_seq_len):
         super().__init__()
         self.wte = torch.nn.Parameter(torch.empty(vocab_size, n_embd))
@@ -75,12 +77,3 @@ class GPT2(torch.nn.Module):
                 yield f"block {layer}.{ours[module]}.{kind}", p
             else:
                 yield names[name], p
-
-    def optimizer(self, lr, betas, eps, weight_decay, params=None):
-        """AdamW decaying matrices only, as fsdp.c does; params: other tensors in
-        the order of self.parameters() (fp32 master copies) to optimize instead."""
-        params = list(self.parameters()) if params is None else params
-        decay = [p for p in params if p.dim() >= 2]
-        no_decay = [p for p in params if p.dim() < 2]
-        groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-        return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps)

@@ -1,13 +1,12 @@
-/* GPT-2 on the FSDP runtime: the root unit holds the token and position
- * embeddings and the final LayerNorm (the head is tied to the token embedding);
- * each transformer block is a unit of its own. */
+/* GPT-2 on the FSDP runtime, a decoder (fsdp/decoder.h): the root unit holds the token
+ * and position embeddings and the final LayerNorm (the head is tied to the token
+ * embedding); each transformer block is a unit of its own. */
 #ifndef FSDP_GPT2_H
 #define FSDP_GPT2_H
 
 #include <stddef.h>
 
-#include "fsdp/model.h"
-#include "fsdp/runtime.h"
+#include "fsdp/decoder.h"
 
 /* GPT-2 reads n_layer, n_head, n_embd, vocab_size and max_seq_len of a model_config;
  * its head is always tied to the token embedding. */
@@ -34,33 +33,13 @@ struct gpt2_block_acts {
   void *residual3;                 /* (N, C): the block's output */
 };
 
-/* Activations live on the fsdp model's device from the forward that makes them to the
- * backward that uses them (NULL otherwise); a checkpointed block holds only its output
- * between the two. Every buffer is in the compute dtype (nn_compute_dtype). */
+/* The decoder's shared state, then GPT-2's own activations (fsdp/decoder.h). */
 struct gpt2 {
-  struct model_config config;
-  int B, T;
-  int ac_every;           /* activation checkpointing of every ac_every-th block; 0: none */
-  struct fsdp_model *fsdp;
-  struct fsdp_unit *root;
-  struct fsdp_unit **blocks;
-  enum dtype dtype;       /* of the activations */
-
-  int *inputs, *targets;  /* (B, T) int32 on the device, the last batch */
-  void *encoded;          /* (N, C) */
+  struct decoder base;    /* first: the decoder's functions take the model as one */
   struct gpt2_block_acts *acts;
   void *lnf, *lnf_mean, *lnf_rstd;
-  void *logits;           /* (N, V): freed once the loss is computed, unless keep_logits */
-  int keep_logits;        /* 1: the logits stay until the backward or the next forward */
-  void *probs;            /* (N, V) */
-  void *losses;           /* (N) */
-  double *loss_sum;       /* on the device: the sum of losses, for mean_loss */
-  float mean_loss;        /* this rank's mean over its B * T tokens (0 on the meta device) */
-
-  /* Gradients of activations, reused by every block in the backward. d_residual
-   * is the gradient of the residual stream at the current depth. */
-  void *d_residual, *d_ln, *d_qkv, *d_atty, *d_fch, *d_fch_gelu; /* (N, C|C|3C|C|4C|4C) */
-  void *d_logits;                                                /* (N, V) */
+  /* Gradients of activations, reused by every block in the backward. */
+  void *d_ln, *d_qkv, *d_atty, *d_fch, *d_fch_gelu; /* (N, C|3C|C|4C|4C) */
 };
 
 /* NULL when batches of B x T fit the kernels' int sizes, else a message saying what is too large. */
@@ -81,5 +60,4 @@ void gpt2_forward(struct gpt2 *model, const int *inputs, const int *targets);
 void gpt2_backward(struct gpt2 *model, float loss_scale);
 /* Frees the activations of a forward that no backward will use (an evaluation). */
 void gpt2_release_activations(struct gpt2 *model);
-int gpt2_is_checkpointed(const struct gpt2 *model, int layer);
 #endif

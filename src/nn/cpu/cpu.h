@@ -16,7 +16,7 @@ static inline const int *i32(struct tensor t) {
   FSDP_CHECK(t.dtype == DTYPE_I32 && t.data);
   return t.data;
 }
-/* Sizes as the kernels' int loops take them; the model checks they fit (gpt2_batch_problem). */
+/* Sizes as the kernels' int loops take them; the model checks they fit (model_family.batch_problem). */
 static inline int dim(struct tensor t, int i) { return (int)t.shape[i]; }
 static inline int rows(struct tensor t) { return (int)tensor_rows(&t); }
 static inline int cols(struct tensor t) { return (int)tensor_cols(&t); }

@@ -1,0 +1,125 @@
+/* What GPT-2 and Llama 3 share (src/models/decoder.c): a decoder-only language model on
+ * the FSDP runtime. The root unit (the embeddings, the final norm and the output
+ * projection) stays unsharded across the step, as FSDP2 keeps its root module: the head
+ * needs it again at the very start of the backward. Each block is a unit of its own.
+ *
+ * Activations live on the fsdp model's device, in the compute dtype (nn_compute_dtype),
+ * from the forward that makes them to the backward that uses them (NULL otherwise); a
+ * checkpointed block holds only its output between the two. A family's struct starts
+ * with a struct decoder, and its functions go through these. */
+#ifndef FSDP_DECODER_H
+#define FSDP_DECODER_H
+
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "fsdp/error.h"
+#include "fsdp/model.h"
+#include "fsdp/nn.h"
+#include "fsdp/runtime.h"
+
+struct decoder {
+  struct model_config config;
+  int B, T;
+  int ac_every;           /* activation checkpointing of every ac_every-th block; 0: none */
+  struct fsdp_model *fsdp;
+  struct fsdp_unit *root;
+  struct fsdp_unit **blocks;
+  enum dtype dtype;       /* of the activations */
+
+  int *inputs, *targets;  /* (B, T) int32 on the device, the last batch */
+  void *encoded;          /* (N, C): the embeddings, the first block's input */
+  void *logits;           /* (N, V): freed once the loss is computed, unless keep_logits */
+  int keep_logits;        /* 1: the logits stay until the backward or the next forward */
+  void *probs;            /* (N, V) */
+  void *losses;           /* (N) */
+  double *loss_sum;       /* on the device: the sum of losses, for mean_loss */
+  float mean_loss;        /* this rank's mean over its B * T tokens (0 on the meta device) */
+  /* The gradient of the residual stream at the current depth, (N, C), from the final
+   * norm's backward to the embeddings'. */
+  void *d_residual;
+  void *d_logits;         /* (N, V) */
+};
+
+/* A family's block: its saved activations (at most DECODER_MAX_BUFFERS of them, the
+ * output last), its forward from input, and its backward, which takes dL/d(output) in
+ * d_residual and leaves dL/d(input) there. */
+enum { DECODER_MAX_BUFFERS = 16 };
+struct decoder_block {
+  int n_buffers;
+  void (*buffers)(struct decoder *d, int layer, void **buffers[], size_t elements[]);
+  void (*forward)(struct decoder *d, int layer, void *input);
+  void (*backward)(struct decoder *d, int layer, void *input);
+};
+
+/* NULL when the shape every decoder has is consistent, else a message naming the first
+ * inconsistent field as its flag (model_family.config_problem). */
+const char *decoder_config_problem(const struct model_config *c);
+/* NULL when activations of B x T rows of widest columns (the widest a family's kernels
+ * take as one int count) fit, else a message naming the flag that sets that width (value). */
+const char *decoder_batch_problem(int B, int T, const char *flag, int value, size_t widest);
+
+/* Sets the fields a family shares for batches of B x T on fsdp (its units are declared
+ * after) and allocates the token and loss buffers; d is zeroed first by the family. */
+void decoder_init(struct decoder *d, const struct model_config *config, struct fsdp_model *fsdp, int B, int T,
+                  int ac_every);
+/* Frees what decoder_init allocated; the activations are released before. */
+void decoder_free(struct decoder *d);
+int decoder_is_checkpointed(const struct decoder *d, int layer);
+
+/* The compute stream, buffers of the compute dtype on it, and the activations' views. */
+struct nn_ctx decoder_ctx(const struct decoder *d);
+void *decoder_alloc(const struct decoder *d, size_t elements);
+void decoder_release(const struct decoder *d, void **buffer);
+/* Releases each of buffers[0 .. n). */
+void decoder_release_all(const struct decoder *d, void **const buffers[], size_t n);
+void decoder_zero(const struct decoder *d, void *buffer, size_t elements);
+/* (N, cols) and (N) in the compute dtype; the tokens (B, T) in int32. */
+struct tensor decoder_act2(const struct decoder *d, void *data, size_t cols);
+struct tensor decoder_act1(const struct decoder *d, void *data);
+struct tensor decoder_tokens(const struct decoder *d, int *data);
+
+/* Copies a batch (host token ids) to the device. */
+void decoder_load_batch(struct decoder *d, const int *inputs, const int *targets);
+/* Every block's forward from encoded, each between its unit's hooks; returns the last
+ * block's output. A checkpointed block keeps only its output. */
+void *decoder_blocks_forward(struct decoder *d, const struct decoder_block *block);
+/* logits = final @ head^T, probs and losses; the logits go unless keep_logits. */
+void decoder_loss_forward(struct decoder *d, struct tensor head, void *final);
+/* mean_loss from losses: the forward's end, after the root's post-forward. */
+void decoder_mean_loss(struct decoder *d);
+/* The backward of the loss, loss_scale times the mean over the N tokens, through the
+ * head (accumulating into dhead); returns dL/d(final), (N, C), for the family to release. */
+void *decoder_loss_backward(struct decoder *d, float loss_scale, struct tensor head, struct tensor dhead, void *final);
+/* Every block's backward, last to first, between its unit's hooks, a checkpointed one
+ * recomputed first; each block's activations go after its backward. */
+void decoder_blocks_backward(struct decoder *d, const struct decoder_block *block);
+/* Releases the shared activations and every block's. */
+void decoder_release_activations(struct decoder *d, const struct decoder_block *block);
+
+/* Defines `const struct model_family NAME` (fsdp/model.h) for the family whose struct is
+ * `struct PREFIX`, starting with its decoder, from its PREFIX_create, PREFIX_free,
+ * PREFIX_forward, PREFIX_backward and PREFIX_release_activations (gpt2.h's, llama.h's)
+ * behind model_family's void * signatures. */
+#define DECODER_FAMILY(NAME, family_name, PREFIX, config_problem_fn, batch_problem_fn)                          \
+  static void *PREFIX##_family_create(const struct model_config *c, struct fsdp_model *fsdp, int B, int T,        \
+                                      int ac_every) {                                                            \
+    struct PREFIX *model = fsdp_xmalloc(sizeof *model);                                                          \
+    PREFIX##_create(model, c, fsdp, B, T, ac_every);                                                             \
+    return model;                                                                                                \
+  }                                                                                                              \
+  static void PREFIX##_family_free(void *model) {                                                                \
+    PREFIX##_free(model);                                                                                        \
+    free(model);                                                                                                 \
+  }                                                                                                              \
+  static float PREFIX##_family_forward(void *model, const int *inputs, const int *targets) {                     \
+    PREFIX##_forward(model, inputs, targets);                                                                    \
+    return ((struct decoder *)model)->mean_loss;                                                                 \
+  }                                                                                                              \
+  static void PREFIX##_family_backward(void *model, float loss_scale) { PREFIX##_backward(model, loss_scale); }   \
+  static void PREFIX##_family_release(void *model) { PREFIX##_release_activations(model); }                      \
+  const struct model_family NAME = {family_name,           config_problem_fn,       batch_problem_fn,            \
+                                    PREFIX##_family_create, PREFIX##_family_free,   PREFIX##_family_forward,     \
+                                    PREFIX##_family_backward, PREFIX##_family_release}
+
+#endif
