@@ -130,6 +130,12 @@ COMMAND=plan expect_error "plan world size zero" "--world-size: must be a positi
 COMMAND=plan expect_error "plan format" "--format: must be text or json, got 'xml'" --world-size 2 --format xml
 COMMAND=plan expect_error "plan batch too large" "lower --batch-size or --seq-len" --world-size 2 --model gpt2 \
   --batch-size 100000 --seq-len 1024
+COMMAND=plan expect_error "llama kv heads" "model 'llama3-8b': --n-head 32 is not divisible by --n-kv-head 5" \
+  --world-size 2 --model llama3-8b --n-kv-head 5
+COMMAND=plan expect_error "llama odd head dimension" "--n-embd 4064 / --n-head 32 is an odd head dimension" \
+  --world-size 2 --model llama3-8b --n-embd 4064
+COMMAND=plan expect_error "llama batch too large" "at --ffn-hidden 14336 makes activations" --world-size 2 \
+  --model llama3-8b --batch-size 100 --seq-len 8192
 expect_error "unknown --device" "--device: unknown device 'tpu' (known: cpu, cuda)" --data "$tmp/small.bin" \
   --device tpu
 expect_error "empty --device" "--device: missing value" --data "$tmp/small.bin" --device=

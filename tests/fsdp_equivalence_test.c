@@ -1,6 +1,6 @@
-/* FSDP changes no mathematics: a model trained for 10 AdamW steps on W ranks with
- * a given strategy gives the single-process loss and grad-norm trajectory on the
- * same global batch, and the same final parameters. Overlap and activation
+/* FSDP changes no mathematics: a model (GPT-2, Llama 3) trained for 10 AdamW steps on
+ * W ranks with a given strategy gives the single-process loss and grad-norm trajectory
+ * on the same global batch, and the same final parameters. Overlap and activation
  * checkpointing change nothing at all: every prefetch mode, and checkpointing of
  * every block or every second one, give the plain run bit for bit. Gradient
  * accumulation over micro-batches, in both modes, gives the one-batch run to
@@ -70,8 +70,14 @@ static size_t padded_bytes(const struct fsdp_unit *u) { return u->layout.padded 
 /* The elements of the root unit and of a block, computed here from the config. */
 static void unit_numels(const struct model_config *c, size_t *root, size_t *block) {
   size_t C = (size_t)c->n_embd, V = (size_t)c->vocab_size;
-  *root = V * C + (size_t)c->max_seq_len * C + 2 * C; /* wte, wpe, LayerNorm */
-  *block = 12 * C * C + 13 * C;
+  if (tested->family == &GPT2_FAMILY) {
+    *root = V * C + (size_t)c->max_seq_len * C + 2 * C; /* wte, wpe, LayerNorm */
+    *block = 12 * C * C + 13 * C;
+    return;
+  }
+  size_t q = (size_t)c->n_head * (C / c->n_head), kv = (size_t)c->n_kv_head * (C / c->n_head);
+  *root = (c->tied ? 1 : 2) * V * C + C;                        /* embedding, [output,] RMSNorm */
+  *block = 2 * C + C * q + 2 * C * kv + q * C + 3 * C * (size_t)c->ffn_hidden; /* norms, wq wk wv wo, w1 w3 w2 */
 }
 
 /* Sharded state per rank is exactly ceil(numel / (W * 16)) * 16 elements a unit. */

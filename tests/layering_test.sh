@@ -12,7 +12,7 @@ header_layer() {
     comm.h) echo comm ;;
     flat_param.h | unit.h | runtime.h) echo fsdp ;;
     nn.h) echo nn ;;
-    decoder.h | gpt2.h | model.h) echo models ;;
+    decoder.h | gpt2.h | llama.h | model.h) echo models ;;
     memviz.h) echo memviz ;;
     cli.h) echo cli ;;
     *) echo unknown ;;

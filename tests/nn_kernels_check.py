@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from llama_torch import llama_rope_table, rotate_half  # noqa: E402
 from tensor_file import read_tensors  # noqa: E402
 
 # float32 kernels against a float64 oracle: |got - want| <= ATOL + RTOL * |want|.
@@ -187,29 +188,6 @@ def check_rmsnorm(c, kernel):
         ("dinp", r["dinp"], r["dinp0"] + dx),
         ("dweight", r["dweight"], r["dweight0"] + dw),
     ])
-
-
-def llama_rope_table(maxT, hd, theta, factor, low_freq_factor, high_freq_factor, old_context_len):
-    """The cos/sin table (maxT, hd) as [cos | sin] of each position's angles, computed in
-    float32 the way transformers' LlamaRotaryEmbedding and _compute_llama3_parameters do."""
-    inv_freq = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
-    if factor > 0:
-        low_freq_wavelen = old_context_len / low_freq_factor
-        high_freq_wavelen = old_context_len / high_freq_factor
-        wavelen = 2 * math.pi / inv_freq
-        inv_freq_llama = torch.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
-        smooth_factor = (old_context_len / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
-        smoothed_inv_freq = (1 - smooth_factor) * inv_freq_llama / factor + smooth_factor * inv_freq_llama
-        is_medium_freq = ~(wavelen < high_freq_wavelen) * ~(wavelen > low_freq_wavelen)
-        inv_freq = torch.where(is_medium_freq, smoothed_inv_freq, inv_freq_llama)
-    positions = torch.arange(maxT, dtype=torch.int64).float()
-    freqs = (inv_freq[:, None] @ positions[None, :]).t()
-    return torch.cat((freqs.cos(), freqs.sin()), dim=-1).double()
-
-
-def rotate_half(x):
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
 def check_rope(c, kernel):

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "fsdp/gpt2.h"
+#include "fsdp/llama.h"
 #include "fsdp/model.h"
 
 /* GPT-2: the first two read bytes as tokens; then the 124M/350M/774M/1.5B shapes. */
@@ -11,6 +12,14 @@
    {.n_layer = layers, .n_head = heads, .n_kv_head = heads, .n_embd = embd, .vocab_size = vocab,             \
     .max_seq_len = seq, .tied = 1}}
 
+/* Llama 3: theta 500000, eps 1e-5 and Llama 3.1's RoPE scaling (low and high frequency
+ * factors 1 and 4 around an original 8192 positions) with the preset's factor. */
+#define LLAMA3(name, layers, heads, kv_heads, embd, ffn, vocab, seq, factor, tie)                            \
+  {name, &LLAMA3_FAMILY,                                                                                     \
+   {.n_layer = layers, .n_head = heads, .n_kv_head = kv_heads, .n_embd = embd, .vocab_size = vocab,          \
+    .max_seq_len = seq, .ffn_hidden = ffn, .norm_eps = 1e-5f, .rope_theta = 500000.0f, .rope_factor = factor, \
+    .rope_low_freq_factor = 1.0f, .rope_high_freq_factor = 4.0f, .rope_original_max_seq_len = 8192, .tied = tie}}
+
 static const struct model_preset PRESETS[] = {
     GPT2("gpt2-tiny", 2, 4, 128, 256, 256),
     GPT2("shakespeare-char", 6, 6, 384, 256, 256),
@@ -18,6 +27,11 @@ static const struct model_preset PRESETS[] = {
     GPT2("gpt2-medium", 24, 16, 1024, 50257, 1024),
     GPT2("gpt2-large", 36, 20, 1280, 50257, 1024),
     GPT2("gpt2-xl", 48, 25, 1600, 50257, 1024),
+    /* torchtitan's debug model (its RoPE scaled as its default, factor 8), Llama 3.2 1B
+     * (tied) and Llama 3.1 8B. */
+    LLAMA3("llama3-debug", 6, 16, 16, 256, 768, 2048, 2048, 8.0f, 0),
+    LLAMA3("llama3-1b", 16, 32, 8, 2048, 8192, 128256, 8192, 32.0f, 1),
+    LLAMA3("llama3-8b", 32, 32, 8, 4096, 14336, 128256, 8192, 8.0f, 0),
 };
 enum { NUM_PRESETS = sizeof PRESETS / sizeof PRESETS[0] };
 
