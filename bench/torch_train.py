@@ -11,6 +11,14 @@ holds the Python interpreter, the torch libraries and the allocator's slack.
 The RSS before the model is built is reported too, so the difference can be
 read as the training's own footprint.
 
+Threads: --threads sets torch.set_num_threads (ATen's OpenMP pool, which an
+OpenMP build of OpenBLAS shares) and --interop-threads (default 1) the
+inter-op pool, which training does not use. Which BLAS and OpenMP libraries
+the process really loaded, and how the BLAS was built (OpenMP, pthreads or
+serial), is read from /proc/self/maps and OpenBLAS itself and printed: a
+pthreads OpenBLAS is a second pool of its own (OPENBLAS_NUM_THREADS threads)
+that fights ATen's OpenMP threads for the cores.
+
 Run with Debian's Python (the one with torch):
     /usr/bin/python3 bench/torch_train.py --data ../shared/data/tinyshakespeare.txt --steps 8
 --json FILE writes the summary as one JSON object.
@@ -47,6 +55,50 @@ def rss_peak_bytes():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+OPENBLAS_PARALLEL = {0: "serial", 1: "pthreads", 2: "OpenMP"}  # openblas_get_parallel()
+
+
+def loaded_libraries(patterns=("blas", "lapack", "gomp", "libomp", "iomp", "mkl")):
+    """Paths of the shared libraries this process has mapped whose name holds one of patterns."""
+    seen = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            fields = line.split()
+            path = fields[5] if len(fields) >= 6 else ""  # anonymous mappings have no path
+            name = os.path.basename(path)
+            if path.startswith("/") and ".so" in name and any(p in name for p in patterns) and path not in seen:
+                seen.append(path)
+    return seen
+
+
+def openblas_info(path):
+    """Build and thread settings of a loaded OpenBLAS, or None if path is not one."""
+    import ctypes
+    try:
+        lib = ctypes.CDLL(path)  # already mapped: the same handle, nothing new is loaded
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        return {"path": os.path.realpath(path), "parallel": OPENBLAS_PARALLEL.get(lib.openblas_get_parallel(), "?"),
+                "num_threads": lib.openblas_get_num_threads(), "core": lib.openblas_get_corename().decode()}
+    except (OSError, AttributeError):
+        return None
+
+
+def runtime_info(torch):
+    """What decides the threads: env, torch's two pools, the BLAS and OpenMP runtimes loaded."""
+    libs = loaded_libraries()
+    blas = [i for i in (openblas_info(p) for p in libs if "openblas" in os.path.basename(p)) if i]
+    return {
+        "env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                                              "OMP_WAIT_POLICY", "LD_LIBRARY_PATH")},
+        "torch_num_threads": torch.get_num_threads(),
+        "torch_num_interop_threads": torch.get_num_interop_threads(),
+        "parallel_backend": next((l.split(":", 1)[1].strip() for l in torch.__config__.parallel_info().splitlines()
+                                  if l.startswith("ATen parallel backend")), "?"),
+        "openblas": list({i["path"]: i for i in blas}.values()),  # libblas.so.3 and libopenblas.so.0 may be one file
+        "libraries": [os.path.realpath(p) for p in libs],
+    }
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     # defaults: the shakespeare-char preset of `fsdp train`
@@ -60,6 +112,8 @@ def parse_args(argv=None):
     p.add_argument("--steps", type=int, default=8)
     p.add_argument("--warmup", type=int, default=1, help="first steps left out of the medians (default 1)")
     p.add_argument("--threads", type=int, default=os.cpu_count(), help="torch.set_num_threads (default: all cores)")
+    p.add_argument("--interop-threads", type=int, default=1,
+                   help="torch.set_num_interop_threads (default 1: training uses no inter-op parallelism)")
     p.add_argument("--data", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "tinyshakespeare.txt"), help="text file, one token per byte")
     p.add_argument("--val-fraction", type=float, default=0.1, help="last fraction of the tokens left out, as ours")
     p.add_argument("--lr", type=float, default=6e-4)
@@ -82,6 +136,7 @@ def run(args):
     from gpt2_torch import GPT2
 
     torch.set_num_threads(args.threads)
+    torch.set_num_interop_threads(args.interop_threads)  # only before any inter-op work starts
     torch.manual_seed(args.seed)
     T, B = args.seq_len, args.batch_size
 
@@ -137,6 +192,7 @@ def run(args):
         "rss_peak_bytes": rss_peak_bytes(),
         "rss_before_torch_bytes": rss_before,
         "rss_after_import_bytes": rss_after_import,
+        "runtime": runtime_info(torch),
         "steps_log": steps,
     }
     return summary
@@ -151,6 +207,12 @@ def main(argv=None):
           f"{s['median_step_ms']:.1f} ms/step, {s['median_tokens_per_s']:.0f} tok/s | "
           f"peak RSS {s['rss_peak_bytes'] / mib:.1f} MiB "
           f"(RSS after importing torch and reading data: {s['rss_after_import_bytes'] / mib:.1f} MiB)")
+    rt = s["runtime"]
+    blas = ", ".join(f"{b['path']} ({b['parallel']} build, {b['num_threads']} threads, {b['core']} kernels)"
+                     for b in rt["openblas"]) or "no OpenBLAS loaded"
+    print(f"threads: torch {rt['torch_num_threads']} intra-op ({rt['parallel_backend']}), "
+          f"{rt['torch_num_interop_threads']} inter-op | BLAS: {blas} | "
+          f"env: {' '.join(f'{k}={v}' for k, v in rt['env'].items() if v is not None) or 'none set'}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(s, f)
