@@ -102,6 +102,14 @@ expect_error "unknown param dtype" "--param-dtype: unknown dtype 'fp8' (known: f
   --data "$tmp/small.bin" --param-dtype fp8
 expect_error "fp16 reduce dtype" "--reduce-dtype: unknown dtype 'fp16' (known: fp32, bf16)" \
   --data "$tmp/small.bin" --reduce-dtype fp16
+expect_error "unknown --wrap" "--wrap: expected block, none or size:N, got 'layer'" --data "$tmp/small.bin" \
+  --wrap layer
+expect_error "--wrap size:0" "--wrap: 'size:0' is not size:N" --data "$tmp/small.bin" --wrap size:0
+expect_error "--wrap size with a bad unit" "--wrap: 'size:5X' is not size:N" --data "$tmp/small.bin" --wrap size:5X
+expect_error "unknown --reshard-after-forward" "--reshard-after-forward: expected auto, true or false, got 'yes'" \
+  --data "$tmp/small.bin" --reshard-after-forward yes
+expect_error "--reshard-after-forward under grad-op" "--reshard-after-forward: only for --sharding full" \
+  --data "$tmp/small.bin" --sharding grad-op --reshard-after-forward true
 expect_error "checkpointing every 0 blocks" "--ac: every:K needs K >= 1" --data "$tmp/small.bin" --ac every:0
 expect_error "unknown checkpointing" "--ac: expected none, full or every:K, got 'some'" --data "$tmp/small.bin" \
   --ac some

@@ -4,7 +4,8 @@
  * checkpointing change nothing at all: every prefetch mode, and checkpointing of
  * every block or every second one, give the plain run bit for bit. Gradient
  * accumulation over micro-batches, in both modes, gives the one-batch run to
- * rounding (the sums run in another order). Along the
+ * rounding (the sums run in another order), and so do the wrap policies and
+ * reshard-after-forward settings. Along the
  * way the memory tracker proves the sharded-state formula and the unsharded
  * buffers' lifetimes and limit.
  * Usage (under mpirun -np W): fsdp_equivalence_test MODEL full|grad-op|none, MODEL one
@@ -67,25 +68,32 @@ static size_t mem_current(enum mem_category c) {
 
 static size_t padded_bytes(const struct fsdp_unit *u) { return u->layout.padded * sizeof(float); }
 
-/* The elements of the root unit and of a block, computed here from the config. */
-static void unit_numels(const struct model_config *c, size_t *root, size_t *block) {
+/* The elements of the embedding, a block, the final norm and the output projection
+ * (0 when tied), computed here from the config. */
+struct module_numels {
+  size_t embedding, block, final_norm, output;
+};
+static struct module_numels module_numels(const struct model_config *c) {
   size_t C = (size_t)c->n_embd, V = (size_t)c->vocab_size;
-  if (tested->family == &GPT2_FAMILY) {
-    *root = V * C + (size_t)c->max_seq_len * C + 2 * C; /* wte, wpe, LayerNorm */
-    *block = 12 * C * C + 13 * C;
-    return;
-  }
+  if (tested->family == &GPT2_FAMILY)
+    return (struct module_numels){V * C + (size_t)c->max_seq_len * C, 12 * C * C + 13 * C, 2 * C, 0};
   size_t q = (size_t)c->n_head * (C / c->n_head), kv = (size_t)c->n_kv_head * (C / c->n_head);
-  *root = (c->tied ? 1 : 2) * V * C + C;                        /* embedding, [output,] RMSNorm */
-  *block = 2 * C + C * q + 2 * C * kv + q * C + 3 * C * (size_t)c->ffn_hidden; /* norms, wq wk wv wo, w1 w3 w2 */
+  size_t block = 2 * C + C * q + 2 * C * kv + q * C + 3 * C * (size_t)c->ffn_hidden; /* norms, wq wk wv wo, w1 w3 w2 */
+  return (struct module_numels){V * C, block, C, c->tied ? 0 : V * C};
 }
 
-/* Sharded state per rank is exactly ceil(numel / (W * 16)) * 16 elements a unit. */
+/* Elements of a rank's shard of a unit of numel elements: ceil(numel / (W * 16)) * 16. */
+static size_t shard_numel(size_t numel, int world) {
+  size_t granule = (size_t)world * 16;
+  return (numel + granule - 1) / granule * granule / (size_t)world;
+}
+
+/* Sharded state per rank under the block policy: each module's shard. */
 static void check_sharded_state(const struct fsdp_model *m, int world) {
-  size_t granule = (size_t)world * 16, expected = 0, root, block;
-  unit_numels(&tested->config, &root, &block);
-  expected += (root + granule - 1) / granule * granule / (size_t)world;
-  expected += (size_t)tested->config.n_layer * ((block + granule - 1) / granule * granule / (size_t)world);
+  struct module_numels n = module_numels(&tested->config);
+  size_t expected = shard_numel(n.embedding, world) + shard_numel(n.final_norm, world) +
+                    (size_t)tested->config.n_layer * shard_numel(n.block, world);
+  if (n.output) expected += shard_numel(n.output, world);
   expected *= sizeof(float);
   if (mem_current(MEM_SHARDED_PARAMS) != expected || mem_current(MEM_SHARDED_GRADS) != expected ||
       mem_current(MEM_OPTIMIZER) != 2 * expected || fsdp_model_sharded_state_bytes(m) != 4 * expected)
@@ -94,43 +102,48 @@ static void check_sharded_state(const struct fsdp_model *m, int world) {
          expected, 2 * expected);
 }
 
-static void check_after_forward(const struct decoder *d, enum sharding_strategy s) {
+/* Full sharding keeps only the unit of the forward's last use gathered (for the
+ * backward that follows), grad-op every unit, DDP none of its own. */
+static void check_after_forward(const struct fsdp_model *m, enum sharding_strategy s) {
+  const struct fsdp_unit *kept = m->uses[m->n_uses - 1].unit;
   size_t expected = 0;
-  if (s != SHARD_NONE) expected += padded_bytes(d->root);
-  for (int l = 0; l < d->config.n_layer; l++) {
-    const struct fsdp_unit *b = d->blocks[l];
-    if (s == SHARD_FULL && (b->state != UNIT_SHARDED || b->param_full)) FAIL("block %d unsharded after forward", l);
-    if (s == SHARD_GRAD_OP) expected += padded_bytes(b);
+  for (int i = 0; i < m->n_units; i++) {
+    const struct fsdp_unit *u = m->units[i];
+    if (s == SHARD_FULL && u != kept && (u->state != UNIT_SHARDED || u->param_full))
+      FAIL("unit %s unsharded after forward", u->name);
+    if (s == SHARD_GRAD_OP || (s == SHARD_FULL && u == kept)) expected += padded_bytes(u);
   }
   if (mem_current(MEM_UNSHARDED_PARAMS) != expected)
     FAIL("%zu unsharded parameter bytes after forward, expected %zu", mem_current(MEM_UNSHARDED_PARAMS), expected);
 }
 
-static void check_after_backward(struct decoder *d, enum sharding_strategy s, const struct fsdp_overlap *o) {
+static void check_after_backward(struct fsdp_model *m, enum sharding_strategy s, const struct fsdp_overlap *o) {
   if (mem_current(MEM_UNSHARDED_PARAMS)) FAIL("%zu unsharded param bytes alive after backward",
                                               mem_current(MEM_UNSHARDED_PARAMS));
   /* Gradients stay until their reduce-scatter is over. */
-  fsdp_model_wait_for_grads(d->fsdp);
+  fsdp_model_wait_for_grads(m);
   if (mem_current(MEM_UNSHARDED_GRADS))
     FAIL("%zu unsharded grad bytes alive after the reduce-scatters", mem_current(MEM_UNSHARDED_GRADS));
   if (s != SHARD_FULL) return;
-  /* The root stays gathered for the whole step; at most max_unsharded blocks join it
-   * (one when nothing is prefetched), and without overlap one block's gradients. */
-  size_t largest_block = 0;
-  for (int l = 0; l < d->config.n_layer; l++)
-    if (padded_bytes(d->blocks[l]) > largest_block) largest_block = padded_bytes(d->blocks[l]);
+  /* At most max_unsharded units are gathered at once (one when nothing is prefetched),
+   * and without overlap one unit's gradients are alive, besides those of a unit used
+   * twice (a tied head's), which add up over the backward. */
+  size_t largest = 0, tied = 0;
+  for (int i = 0; i < m->n_units; i++)
+    if (padded_bytes(m->units[i]) > largest) largest = padded_bytes(m->units[i]);
+  for (int i = 0; i < m->n_uses; i++)
+    if (!m->uses[i].reduces) tied += padded_bytes(m->uses[i].unit);
   struct mem_stats st;
   device_memory_stats(device_cpu(), &st);
-  int blocks = o->blocking || (o->prefetch == 0 && o->backward_prefetch == BACKWARD_PREFETCH_NONE)
-                   ? 1
-                   : o->max_unsharded;
-  size_t bound = padded_bytes(d->root) + (size_t)blocks * largest_block;
-  if (st.peak[MEM_UNSHARDED_PARAMS] > bound)
-    FAIL("unsharded param peak %zu bytes exceeds root + %d blocks = %zu", st.peak[MEM_UNSHARDED_PARAMS], blocks,
-         bound);
-  size_t grad_bound = padded_bytes(d->root) + largest_block;
-  if (o->blocking && st.peak[MEM_UNSHARDED_GRADS] > grad_bound)
-    FAIL("unsharded grad peak %zu bytes exceeds root + one block = %zu", st.peak[MEM_UNSHARDED_GRADS], grad_bound);
+  int units = o->blocking || (o->prefetch == 0 && o->backward_prefetch == BACKWARD_PREFETCH_NONE)
+                  ? 1
+                  : o->max_unsharded;
+  if (st.peak[MEM_UNSHARDED_PARAMS] > (size_t)units * largest)
+    FAIL("unsharded param peak %zu bytes exceeds %d of the largest unit = %zu", st.peak[MEM_UNSHARDED_PARAMS], units,
+         (size_t)units * largest);
+  if (o->blocking && st.peak[MEM_UNSHARDED_GRADS] > largest + tied)
+    FAIL("unsharded grad peak %zu bytes exceeds the largest unit's %zu and the tied units' %zu",
+         st.peak[MEM_UNSHARDED_GRADS], largest, tied);
 }
 
 static float *gather_params(struct fsdp_model *m, size_t n) {
@@ -148,8 +161,10 @@ struct variant {
   int ac_every;       /* model_family.create's */
   int micro_batches;  /* 0 or 1: none */
   int no_sync;        /* accumulate unsharded gradients, reduce at the last micro-batch */
+  struct fsdp_wrap_policy wrap;
 };
-static const struct variant PLAIN = {"plain", 0, 1, 0};
+#define BLOCK_WRAP {WRAP_BLOCK, 0, RESHARD_AUTO}
+static const struct variant PLAIN = {"plain", 0, 1, 0, BLOCK_WRAP};
 
 static void train(struct comm_group *group, enum sharding_strategy s, const struct fsdp_overlap *overlap,
                   const struct variant *v, int first_row, int rows, int check_memory, struct trajectory *out) {
@@ -157,7 +172,7 @@ static void train(struct comm_group *group, enum sharding_strategy s, const stru
   int K = v->micro_batches, micro = rows / K;
   fsdp_model_init(&m, device_cpu(), group, s, overlap, NULL);
   void *model = tested->family->create(&tested->config, &m, micro, SEQ, v->ac_every);
-  struct decoder *d = model; /* every family's struct starts with its decoder */
+  fsdp_model_wrap(&m, &v->wrap);
   fsdp_model_init_params(&m, SEED);
   out->n_params = fsdp_model_numel(&m);
   out->initial_params = gather_params(&m, out->n_params);
@@ -176,9 +191,9 @@ static void train(struct comm_group *group, enum sharding_strategy s, const stru
       make_batch(step, first_row + k * micro, micro, inputs, targets);
       m.requires_grad_sync = !v->no_sync || k == K - 1;
       loss += tested->family->forward(model, inputs, targets);
-      if (check_memory) check_after_forward(d, s);
+      if (check_memory) check_after_forward(&m, s);
       tested->family->backward(model, 1.0f / (float)K);
-      if (check_memory) check_after_backward(d, s, overlap);
+      if (check_memory) check_after_backward(&m, s, overlap);
     }
     out->loss[step] = fsdp_model_mean_across_ranks(&m, loss / K);
     out->grad_norm[step] = fsdp_model_grad_norm(&m);
@@ -258,8 +273,8 @@ int main(int argc, char **argv) {
     check_bitwise_equal(MODES[mode].name, &overlapped, &sharded);
   }
   const struct fsdp_overlap *default_overlap = &MODES[3].overlap;
-  const struct variant checkpointed[] = {{"activation checkpointing of every block", 1, 1, 0},
-                                         {"activation checkpointing of every 2nd block", 2, 1, 0}};
+  const struct variant checkpointed[] = {{"activation checkpointing of every block", 1, 1, 0, BLOCK_WRAP},
+                                         {"activation checkpointing of every 2nd block", 2, 1, 0, BLOCK_WRAP}};
   for (int i = 0; i < 2; i++) {
     struct trajectory run = {0};
     train(world, s, default_overlap, &checkpointed[i], rank * rows, rows, 0, &run);
@@ -267,11 +282,24 @@ int main(int argc, char **argv) {
   }
   /* The rows of a rank split into K micro-batches: 2, or 3 where rows is odd. */
   int K = rows % 2 == 0 ? 2 : 3;
-  const struct variant accumulated[] = {{"accumulation, sharded", 0, K, 0}, {"accumulation, no sync", 0, K, 1}};
-  for (int i = 0; i < 2; i++) {
+  /* Wrap policies group the same parameters in the same order: the flat parameters
+   * concatenated are the same model. Reductions over other groupings add in another
+   * order (and a tied head's gradient joins the embedding's in another order), so
+   * agreement is to rounding. */
+  const struct variant close[] = {
+      {"accumulation, sharded", 0, K, 0, BLOCK_WRAP},
+      {"accumulation, no sync", 0, K, 1, BLOCK_WRAP},
+      {"wrap none", 0, 1, 0, {WRAP_NONE, 0, RESHARD_AUTO}},
+      {"wrap size:100K", 0, 1, 0, {WRAP_SIZE, 100000, RESHARD_AUTO}},
+      {"wrap block, reshard after forward always", 0, 1, 0, {WRAP_BLOCK, 0, RESHARD_ALWAYS}},
+      {"wrap size:1, reshard after forward never", 0, 1, 0, {WRAP_SIZE, 1, RESHARD_NEVER}},
+  };
+  for (size_t i = 0; i < sizeof close / sizeof close[0]; i++) {
     struct trajectory run = {0};
-    train(world, s, default_overlap, &accumulated[i], rank * rows, rows, 0, &run);
-    check_close(accumulated[i].name, &run, &sharded);
+    train(world, s, default_overlap, &close[i], rank * rows, rows, 0, &run);
+    check_close(close[i].name, &run, &sharded);
+    if (memcmp(run.initial_params, reference.initial_params, param_bytes) != 0)
+      FAIL("%s: the initial parameters differ from the single-process model's", close[i].name);
     free(run.initial_params);
     free(run.params);
   }

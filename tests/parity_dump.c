@@ -24,7 +24,7 @@ static void write_unit(FILE *f, struct fsdp_unit *u, const char *prefix, const f
   for (int p = 0; p < u->layout.n_params; p++) {
     const struct flat_param_entry *e = &u->layout.params[p];
     char name[160];
-    snprintf(name, sizeof name, "%s%s.%s", prefix, u->name, e->name);
+    snprintf(name, sizeof name, "%s%s", prefix, e->name);
     int dims[PARAM_MAX_DIMS];
     for (int d = 0; d < e->ndim; d++) dims[d] = (int)e->shape[d];
     tensor_file_write(f, name, flat + e->offset, e->ndim, dims);
@@ -56,6 +56,7 @@ int main(int argc, char **argv) {
   struct fsdp_mixed_precision mp = {.param_dtype = (enum dtype)dtype, .reduce_dtype = DTYPE_F32};
   fsdp_model_init(&m, device_cpu(), comm_self(), SHARD_FULL, NULL, &mp);
   void *model = tm->family->create(config, &m, B, T, 0);
+  fsdp_model_wrap(&m, &FSDP_WRAP_DEFAULT);
   struct decoder *d = model; /* every family's struct starts with its decoder */
   d->keep_logits = 1;
   fsdp_model_init_params(&m, SEED);

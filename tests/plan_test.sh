@@ -69,10 +69,11 @@ for i in range(1, count + 1):
             print(f"FAIL W={config}: {name} planned {planned} bytes, tracked {real}")
     print(f"ok W={config}: total planned {plan['total_peak_bytes']}, tracked {step2['mem_peak_bytes_rank0']}")
 
-# Llama 3 8B: the root (embedding, RMSNorm, output) and 32 blocks (two RMSNorms, wq and
-# wo 4096 x 4096, wk and wv 1024 x 4096, w1 w3 w2 14336 x 4096), each padded to W x 16.
+# Llama 3 8B under the block policy: the embedding, 32 blocks (two RMSNorms, wq and wo
+# 4096 x 4096, wk and wv 1024 x 4096, w1 w3 w2 14336 x 4096), the final RMSNorm and the
+# output projection, each a unit padded to W x 16.
 C, V, F, KV, L = 4096, 128256, 14336, 1024, 32
-units = [2 * V * C + C] + [2 * C + 2 * C * C + 2 * KV * C + 3 * F * C] * L
+units = [V * C] + [2 * C + 2 * C * C + 2 * KV * C + 3 * F * C] * L + [C, V * C]
 for w in (8, 64):
     plan = json.load(open(os.path.join(tmp, f"llama3-8b-w{w}.json")))
     text = open(os.path.join(tmp, f"llama3-8b-w{w}.txt")).read()

@@ -23,11 +23,11 @@ static const struct param_spec specs[] = {
     /* Bounds of 1.5 std: one value in 7 is redrawn, from a counter no element uses. */
     {"trunc", 2, {11, 6}, PARAM_INIT_TRUNC_NORMAL, 0.2f, 1, 0.3f},
 };
-enum { N_PARAMS = sizeof specs / sizeof specs[0], UNIT_ID = 0 };
+enum { N_PARAMS = sizeof specs / sizeof specs[0], MODULE = 0 };
 
 /* The value element i of parameter p must have, computed without any sharding. */
 static float expected_param(int p, size_t i) {
-  uint64_t stream = ((uint64_t)UNIT_ID << 32) | (uint64_t)p;
+  uint64_t stream = ((uint64_t)MODULE << 32) | (uint64_t)p;
   switch (specs[p].init) {
     case PARAM_INIT_NORMAL: return specs[p].init_value * rng_normal(SEED, stream, i);
     case PARAM_INIT_TRUNC_NORMAL: return rng_trunc_normal(SEED, stream, i, specs[p].init_value, specs[p].init_bound);
@@ -38,6 +38,15 @@ static float expected_param(int p, size_t i) {
 
 /* The gradient rank r contributes to flat element i: exact in float, so sums are exact. */
 static float rank_grad(int r, size_t i) { return (float)(r + 1) * 0.25f + (float)(i % 97); }
+
+/* The model of one module, wrapped into one unit that full sharding frees after its forward. */
+static struct fsdp_unit *one_unit_model(struct fsdp_model *m, enum sharding_strategy strategy) {
+  fsdp_model_init(m, device_cpu(), comm_world(), strategy, NULL, NULL);
+  fsdp_model_add_module(m, "test unit", "", specs, N_PARAMS); /* MODULE */
+  const struct fsdp_wrap_policy reshard = {WRAP_BLOCK, 0, RESHARD_ALWAYS};
+  fsdp_model_wrap(m, &reshard);
+  return m->units[0];
+}
 
 static size_t unsharded_bytes(enum mem_category c) {
   struct mem_stats s;
@@ -50,9 +59,8 @@ static void check_strategy(enum sharding_strategy strategy) {
   int W = comm_size(world), rank = comm_rank(world);
   int mesh = strategy == SHARD_NONE ? 1 : W;
   struct fsdp_model m;
-  fsdp_model_init(&m, device_cpu(), world, strategy, NULL, NULL);
-  struct fsdp_unit *u = fsdp_model_add_unit(&m, "test unit", specs, N_PARAMS, 0);
-  fsdp_unit_init_params(u, SEED);
+  struct fsdp_unit *u = one_unit_model(&m, strategy);
+  fsdp_model_init_params(&m, SEED);
   struct flat_layout *l = &u->layout;
 
   ASSERT(unsharded_bytes(MEM_SHARDED_PARAMS) == l->shard * sizeof(float), "sharded params bytes %zu, expected %zu",
@@ -69,7 +77,7 @@ static void check_strategy(enum sharding_strategy strategy) {
              "param %d element %zu of the shard differs from the one-rank model", p, i);
   }
 
-  fsdp_pre_forward(&m, u);
+  fsdp_pre_forward(&m, MODULE);
   ASSERT(u->state == UNIT_UNSHARDED, "not unsharded after pre_forward");
   ASSERT(unsharded_bytes(MEM_UNSHARDED_PARAMS) == (strategy == SHARD_NONE ? 0 : l->padded * sizeof(float)),
          "unsharded params bytes %zu after pre_forward", unsharded_bytes(MEM_UNSHARDED_PARAMS));
@@ -80,14 +88,14 @@ static void check_strategy(enum sharding_strategy strategy) {
   }
   for (size_t i = l->numel; i < l->padded; i++) ASSERT(((float *)u->param_full)[i] == 0.0f, "padding element %zu is not zero", i);
 
-  fsdp_post_forward(&m, u);
+  fsdp_post_forward(&m, MODULE);
   if (strategy == SHARD_FULL)
     ASSERT(u->state == UNIT_SHARDED && u->param_full == NULL && unsharded_bytes(MEM_UNSHARDED_PARAMS) == 0,
            "full sharding left the parameters unsharded after post_forward");
   else
     ASSERT(u->state == UNIT_UNSHARDED, "resharded after forward");
 
-  fsdp_pre_backward(&m, u);
+  fsdp_pre_backward(&m, MODULE);
   for (int p = 0; p < N_PARAMS; p++) {
     float *grad = fsdp_unit_grad(u, p).data;
     for (size_t i = 0; i < l->params[p].numel; i++) {
@@ -95,7 +103,7 @@ static void check_strategy(enum sharding_strategy strategy) {
       grad[i] = rank_grad(rank, l->params[p].offset + i);
     }
   }
-  fsdp_post_backward(&m, u);
+  fsdp_post_backward(&m, MODULE);
   ASSERT(u->state == UNIT_SHARDED && u->grad_full == NULL && unsharded_bytes(MEM_UNSHARDED_PARAMS) == 0,
          "parameters alive after post_backward");
   /* The reduce-scatter may still be reading the gradients: they are freed once it is done. */
@@ -132,19 +140,18 @@ static void check_accumulation(enum sharding_strategy strategy, int no_sync) {
   struct comm_group *world = comm_world();
   int W = comm_size(world), rank = comm_rank(world);
   struct fsdp_model m;
-  fsdp_model_init(&m, device_cpu(), world, strategy, NULL, NULL);
-  struct fsdp_unit *u = fsdp_model_add_unit(&m, "test unit", specs, N_PARAMS, 0);
+  struct fsdp_unit *u = one_unit_model(&m, strategy);
   struct flat_layout *l = &u->layout;
   for (int k = 0; k < 2; k++) {
     m.requires_grad_sync = !no_sync || k == 1;
-    fsdp_pre_forward(&m, u);
-    fsdp_post_forward(&m, u);
-    fsdp_pre_backward(&m, u);
+    fsdp_pre_forward(&m, MODULE);
+    fsdp_post_forward(&m, MODULE);
+    fsdp_pre_backward(&m, MODULE);
     for (int p = 0; p < N_PARAMS; p++) {
       float *grad = fsdp_unit_grad(u, p).data;
       for (size_t i = 0; i < l->params[p].numel; i++) grad[i] += (float)(k + 1) * rank_grad(rank, l->params[p].offset + i);
     }
-    fsdp_post_backward(&m, u);
+    fsdp_post_backward(&m, MODULE);
   }
   fsdp_model_wait_for_grads(&m);
   size_t shard_begin = strategy == SHARD_NONE ? 0 : (size_t)rank * l->shard;

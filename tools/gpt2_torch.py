@@ -67,13 +67,12 @@ class GPT2(FsdpModule):
         return logits, loss
 
     def fsdp_named_parameters(self):
-        """Parameters under the names fsdp.c dumps them with ("root.wte", "block 0.ln1.weight", ...)."""
-        names = {"wte": "root.wte", "wpe": "root.wpe", "lnf.weight": "root.lnf.weight", "lnf.bias": "root.lnf.bias"}
+        """Parameters under fsdp.c's names ("wte", "h.0.ln1.weight", ...)."""
         ours = {"ln1": "ln1", "qkv": "attn.qkv", "attn_proj": "attn.proj", "ln2": "ln2", "fc": "mlp.fc",
                 "mlp_proj": "mlp.proj"}
         for name, p in self.named_parameters():
             if name.startswith("blocks."):
                 _, layer, module, kind = name.split(".")
-                yield f"block {layer}.{ours[module]}.{kind}", p
+                yield f"h.{layer}.{ours[module]}.{kind}", p
             else:
-                yield names[name], p
+                yield name, p

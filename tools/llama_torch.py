@@ -128,14 +128,9 @@ class Llama(FsdpModule):
         return logits, loss
 
     def fsdp_named_parameters(self):
-        """Parameters under the names fsdp.c dumps them with ("root.tok_embeddings.weight",
-        "block 0.attention.wq.weight", ...)."""
-        for name, p in self.named_parameters():
-            if name.startswith("layers."):
-                _, layer, rest = name.split(".", 2)
-                yield f"block {layer}.{rest}", p
-            else:
-                yield "root." + name, p
+        """Parameters under fsdp.c's names, which are torchtitan's ("tok_embeddings.weight",
+        "layers.0.attention.wq.weight", ...)."""
+        return self.named_parameters()
 
     def init_rule(self, name):
         """torchtitan's rule for a parameter (models/llama3/model/model.py, init_weights with
@@ -144,11 +139,11 @@ class Llama(FsdpModule):
         dim = self.norm.weight.shape[0]
         if name.endswith("norm.weight"):
             return ("ones",)
-        if name == "root.output.weight" or (name == "root.tok_embeddings.weight" and self.output is None):
+        if name == "output.weight" or (name == "tok_embeddings.weight" and self.output is None):
             return ("trunc_normal", dim ** -0.5, 3 * dim ** -0.5)
-        if name == "root.tok_embeddings.weight":
+        if name == "tok_embeddings.weight":
             return ("normal", 1.0)
-        layer = int(name.split(" ")[1].split(".")[0])
+        layer = int(name.split(".")[1])
         depth_scaled = ("attention.wo", "feed_forward.w2", "feed_forward.w3")
         std = 0.02 / (2 * (layer + 1)) ** 0.5 if any(s in name for s in depth_scaled) else 0.02
         return ("trunc_normal", std, 2.0)  # torch's default bounds, absolute

@@ -33,6 +33,7 @@ struct train_options {
   int val_batches;
   const char *log_path;
   enum sharding_strategy sharding;
+  struct fsdp_wrap_policy wrap;
   struct fsdp_overlap overlap;
   const char *trace_path;
   int trace_first, trace_last; /* steps, from 1 */

@@ -1,7 +1,7 @@
 /* What GPT-2 and Llama 3 share (src/models/decoder.c): a decoder-only language model on
- * the FSDP runtime. The root unit (the embeddings, the final norm and the output
- * projection) stays unsharded across the step, as FSDP2 keeps its root module: the head
- * needs it again at the very start of the backward. Each block is a unit of its own.
+ * the FSDP runtime, declared as modules in forward order: the embedding, each block, the
+ * final norm and the output projection (tied to the embedding, or of its own). The wrap
+ * policy decides which of them share a unit (fsdp_model_wrap).
  *
  * Activations live on the fsdp model's device, in the compute dtype (nn_compute_dtype),
  * from the forward that makes them to the backward that uses them (NULL otherwise); a
@@ -23,8 +23,8 @@ struct decoder {
   int B, T;
   int ac_every;           /* activation checkpointing of every ac_every-th block; 0: none */
   struct fsdp_model *fsdp;
-  struct fsdp_unit *root;
-  struct fsdp_unit **blocks;
+  int embedding, final_norm, output; /* modules */
+  int *blocks;                       /* n_layer modules */
   enum dtype dtype;       /* of the activations */
 
   int *inputs, *targets;  /* (B, T) int32 on the device, the last batch */
@@ -67,6 +67,14 @@ void decoder_init(struct decoder *d, const struct model_config *config, struct f
 void decoder_free(struct decoder *d);
 int decoder_is_checkpointed(const struct decoder *d, int layer);
 
+/* Block l's module, named "block l", its parameters prefixed with block_prefix and l
+ * ("layers." gives "layers.3.attention.wq.weight"). */
+void decoder_add_block(struct decoder *d, int l, const char *block_prefix, const struct param_spec *specs,
+                       int n_params);
+/* A module's parameter and its gradient (fsdp_param, fsdp_grad). */
+struct tensor decoder_param(const struct decoder *d, int module, int param);
+struct tensor decoder_grad(const struct decoder *d, int module, int param);
+
 /* The compute stream, buffers of the compute dtype on it, and the activations' views. */
 struct nn_ctx decoder_ctx(const struct decoder *d);
 void *decoder_alloc(const struct decoder *d, size_t elements);
@@ -86,7 +94,7 @@ void decoder_load_batch(struct decoder *d, const int *inputs, const int *targets
 void *decoder_blocks_forward(struct decoder *d, const struct decoder_block *block);
 /* logits = final @ head^T, probs and losses; the logits go unless keep_logits. */
 void decoder_loss_forward(struct decoder *d, struct tensor head, void *final);
-/* mean_loss from losses: the forward's end, after the root's post-forward. */
+/* mean_loss from losses: the forward's end, after the output's post-forward. */
 void decoder_mean_loss(struct decoder *d);
 /* The backward of the loss, loss_scale times the mean over the N tokens, through the
  * head (accumulating into dhead); returns dL/d(final), (N, C), for the family to release. */

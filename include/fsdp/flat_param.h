@@ -6,6 +6,7 @@
 #define FSDP_FLAT_PARAM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 enum { FLAT_ALIGN = 16, PARAM_MAX_DIMS = 4, PARAM_NAME_MAX = 64 };
 
@@ -32,6 +33,10 @@ struct flat_param_entry {
   float init_value;
   int weight_decay;
   float init_bound;
+  /* The counter-based random stream of its initial values: set by whoever groups
+   * parameters into layouts (the runtime's wrap) from what the model declared, so that
+   * the values do not depend on the grouping or the sharding. */
+  uint64_t init_stream;
   size_t numel;
   size_t offset; /* first element in the flat buffer */
 };

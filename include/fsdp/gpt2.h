@@ -1,6 +1,5 @@
-/* GPT-2 on the FSDP runtime, a decoder (fsdp/decoder.h): the root unit holds the token
- * and position embeddings and the final LayerNorm (the head is tied to the token
- * embedding); each transformer block is a unit of its own. */
+/* GPT-2 on the FSDP runtime, a decoder (fsdp/decoder.h): the embedding module holds the
+ * token and position embeddings, the output projection is tied to the token embedding. */
 #ifndef FSDP_GPT2_H
 #define FSDP_GPT2_H
 
@@ -12,12 +11,13 @@
  * its head is always tied to the token embedding. */
 extern const struct model_family GPT2_FAMILY;
 
-/* Parameter order within a block unit (the flat layout follows it). */
+/* Parameter order within a block module (the flat layout follows it). */
 enum gpt2_block_param {
   BLK_LN1_W, BLK_LN1_B, BLK_QKV_W, BLK_QKV_B, BLK_ATTPROJ_W, BLK_ATTPROJ_B,
   BLK_LN2_W, BLK_LN2_B, BLK_FC_W, BLK_FC_B, BLK_FCPROJ_W, BLK_FCPROJ_B, BLK_NUM_PARAMS
 };
-enum gpt2_root_param { ROOT_WTE, ROOT_WPE, ROOT_LNF_W, ROOT_LNF_B, ROOT_NUM_PARAMS };
+enum gpt2_embedding_param { EMB_WTE, EMB_WPE, EMB_NUM_PARAMS };
+enum gpt2_final_norm_param { LNF_W, LNF_B, LNF_NUM_PARAMS };
 
 /* Saved activations of one block for the backward, in the compute dtype. */
 struct gpt2_block_acts {

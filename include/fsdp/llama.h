@@ -1,8 +1,8 @@
 /* Llama 3 on the FSDP runtime, a decoder (fsdp/decoder.h), with Hugging Face's
  * LlamaForCausalLM's math: RMSNorm, rotary position embeddings (rotate-half, Llama 3.1's
  * frequency scaling where the config has it), grouped-query attention, a SwiGLU MLP, no
- * biases. The root unit holds the token embedding, the final RMSNorm and the output
- * projection (or none: the head tied to the embedding); each block is a unit of its own. */
+ * biases. The embedding, the final RMSNorm and the output projection (tied to the embedding
+ * or not) are modules of one parameter each, beside the blocks'. */
 #ifndef FSDP_LLAMA_H
 #define FSDP_LLAMA_H
 
@@ -13,14 +13,12 @@
 /* Llama reads every field of a model_config (GPT-2's alone leave rope_* and norm_eps). */
 extern const struct model_family LLAMA3_FAMILY;
 
-/* Parameter order within a block unit, in Hugging Face's shapes (out, in): wq (NH hd, C),
+/* Parameter order within a block module, in Hugging Face's shapes (out, in): wq (NH hd, C),
  * wk and wv (NKV hd, C), wo (C, NH hd), w1 = gate and w3 = up (F, C), w2 = down (C, F). */
 enum llama_block_param {
   LLAMA_ATTN_NORM, LLAMA_WQ, LLAMA_WK, LLAMA_WV, LLAMA_WO, LLAMA_FFN_NORM, LLAMA_W1, LLAMA_W3, LLAMA_W2,
   LLAMA_BLOCK_PARAMS
 };
-/* The root's; a tied model has no LLAMA_OUTPUT: its head is LLAMA_TOK_EMBEDDINGS. */
-enum llama_root_param { LLAMA_TOK_EMBEDDINGS, LLAMA_NORM, LLAMA_OUTPUT, LLAMA_ROOT_PARAMS };
 
 /* Saved activations of one block for the backward, in the compute dtype; hd = C / NH. */
 struct llama_block_acts {

@@ -43,8 +43,12 @@ struct fsdp_model {
   int requires_grad_sync;
   struct fsdp_unit *latest_reduced; /* the unit whose reduction was launched last in this backward */
   double *norm_sum;                 /* on the device: the grad norm's sum of squares */
-  int n_units;
+  int n_modules;
+  struct fsdp_module *modules;
+  int n_units;                      /* 0 until fsdp_model_wrap */
   struct fsdp_unit *units[FSDP_MAX_UNITS];
+  int n_uses;
+  struct fsdp_unit_use *uses;
 };
 
 struct adamw_config {
@@ -65,26 +69,79 @@ void fsdp_model_free(struct fsdp_model *m);
 /* Bytes this rank sent in the model's collectives since the last call (comm.h). */
 void fsdp_model_take_traffic(struct fsdp_model *m, struct comm_traffic *out);
 
-/* Adds a unit. Units are added in the order their forwards run (the backward runs
- * them in reverse), which is the order prefetching follows. The root unit
- * (is_root, the first one) stays unsharded from its pre-forward to its
- * post-backward, as FSDP2 does for the root module, and wraps the others. */
-struct fsdp_unit *fsdp_model_add_unit(struct fsdp_model *m, const char *name, const struct param_spec *specs,
-                                      int n_params, int is_root);
+/* A module is what a model declares: the parameters one piece of its code uses
+ * together (the embedding, a block, the final norm, the output projection), in the
+ * order its forward runs them. A wrap policy (fsdp_model_wrap) then groups modules into
+ * units; the model only ever names modules. */
+enum { FSDP_MAX_MODULES = 1024 };
+
+struct fsdp_module {
+  char name[PARAM_NAME_MAX]; /* "block 3": a unit of this module alone is named after it */
+  int n_params;
+  struct param_spec *specs;  /* names owned: the module's prefix and the spec's name */
+  int owner;                 /* the module whose parameters it uses: itself, or the one it is tied to */
+  struct fsdp_unit *unit;    /* the owner's unit, once wrapped */
+  int first_param;           /* where the owner's parameters start in the unit's layout */
+  int use;                   /* the stretch of the forward it runs in (fsdp_model.uses) */
+};
+
+/* A stretch of the forward over consecutive modules that share a unit: the unit is
+ * gathered before the first and, unless kept for the backward, resharded after the
+ * last. A unit whose modules are not consecutive (a head tied to the embedding) has
+ * several uses, each gathering it; its gradients add up over the backward's uses and
+ * are reduced once, after the last (the first use of the forward), as autograd
+ * accumulates a tied parameter's gradient before FSDP reduces it. */
+struct fsdp_unit_use {
+  struct fsdp_unit *unit;
+  int first_module, last_module;
+  int reshard_after_forward;
+  int reduces; /* the unit's first use in the forward: its backward reduces the gradients */
+};
+
+/* Which modules share a unit: each module its own unit (BLOCK: a transformer block, the
+ * embedding, the final norm, the output projection), consecutive modules until a unit
+ * holds at least min_params parameters (SIZE, like size_based_auto_wrap_policy), or one
+ * unit for the whole model (NONE). Tied modules always share their owner's unit. */
+enum wrap_kind { WRAP_BLOCK, WRAP_SIZE, WRAP_NONE };
+/* AUTO reshards every use but the last of the forward, whose backward comes next (as
+ * FSDP2 does); ALWAYS and NEVER apply to all uses. Only full sharding reshards. */
+enum reshard_after_forward { RESHARD_AUTO, RESHARD_ALWAYS, RESHARD_NEVER };
+struct fsdp_wrap_policy {
+  enum wrap_kind kind;
+  size_t min_params; /* WRAP_SIZE */
+  enum reshard_after_forward reshard_after_forward;
+};
+extern const struct fsdp_wrap_policy FSDP_WRAP_DEFAULT; /* BLOCK, AUTO */
+
+/* Declares a module of the model (in forward order) whose parameters are named prefix
+ * + the spec's name ("layers.3." + "attention.wq.weight"); returns its index. */
+int fsdp_model_add_module(struct fsdp_model *m, const char *name, const char *prefix, const struct param_spec *specs,
+                          int n_params);
+/* A module that computes with another module's parameters (a head tied to the
+ * embedding): its uses gather the owner's unit, and its gradients add to the owner's. */
+int fsdp_model_add_tied_module(struct fsdp_model *m, const char *name, int owner);
+/* Groups the declared modules into units by the policy (src/fsdp/wrap.c). Each
+ * parameter's initial values depend on its module and place in it, never on its unit,
+ * so every policy starts from the same model. */
+void fsdp_model_wrap(struct fsdp_model *m, const struct fsdp_wrap_policy *policy);
 
 void fsdp_model_init_params(struct fsdp_model *m, uint64_t seed);
 /* Reshards every unit that is still unsharded (after an evaluation forward). */
 void fsdp_model_reshard_all(struct fsdp_model *m);
 
-/* The hooks a model calls around each unit's compute (src/fsdp/hooks.c): they
- * gather and free parameters, launch prefetches and gradient reductions, and
- * mark the unit's compute in profile traces ("forward block 3"). */
-void fsdp_pre_forward(struct fsdp_model *m, struct fsdp_unit *u);
-void fsdp_post_forward(struct fsdp_model *m, struct fsdp_unit *u);
-void fsdp_pre_backward(struct fsdp_model *m, struct fsdp_unit *u);
-void fsdp_post_backward(struct fsdp_model *m, struct fsdp_unit *u);
-/* Called by the optimizer once u is updated: the first units of the forward (the
- * root and as many as --prefetch) start gathering for the next step while the
+/* The hooks a model calls around each module's compute (src/fsdp/hooks.c): at the
+ * edges of a unit's use they gather and free parameters, launch prefetches and
+ * gradient reductions, and mark the unit's compute in profile traces ("forward block 3"). */
+void fsdp_pre_forward(struct fsdp_model *m, int module);
+void fsdp_post_forward(struct fsdp_model *m, int module);
+void fsdp_pre_backward(struct fsdp_model *m, int module);
+void fsdp_post_backward(struct fsdp_model *m, int module);
+/* A module's parameter p, and its gradient, in the unit's unsharded buffers: valid
+ * between the module's hooks (fsdp_unit_param, fsdp_unit_grad). */
+struct tensor fsdp_param(struct fsdp_model *m, int module, int param);
+struct tensor fsdp_grad(struct fsdp_model *m, int module, int param);
+/* Called by the optimizer once u is updated: the units of the first uses of the
+ * forward (one and as many as --prefetch) start gathering for the next step while the
  * others are updated, instead of at the start of the next forward. */
 void fsdp_prefetch_for_next_step(struct fsdp_model *m, struct fsdp_unit *u);
 /* Waits for every launched gradient reduction: grad_shard is final afterwards.

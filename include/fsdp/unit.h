@@ -52,11 +52,8 @@ void fsdp_streams_wait(const struct fsdp_streams *s, struct event *e, const char
 
 struct fsdp_unit {
   char name[PARAM_NAME_MAX];
-  int id; /* position in the model; part of every element's init stream */
-  int is_root;
   struct flat_layout layout;
   enum sharding_strategy strategy;
-  int reshard_after_forward;
   struct comm_group *group;
   const struct fsdp_streams *streams;
   int rank;
@@ -94,12 +91,13 @@ struct fsdp_unit {
 
 /* The unit's name, place, policies and flat layout, its sharded state (zeroed) on the
  * streams' device and its events. */
-void fsdp_unit_init(struct fsdp_unit *u, const char *name, int id, const struct param_spec *specs, int n_params,
+void fsdp_unit_init(struct fsdp_unit *u, const char *name, const struct param_spec *specs, int n_params,
                     struct comm_group *group, const struct fsdp_streams *streams, enum sharding_strategy strategy,
-                    const struct fsdp_mixed_precision *mp, int is_root);
+                    const struct fsdp_mixed_precision *mp);
 void fsdp_unit_free(struct fsdp_unit *u);
 
-/* Fills this rank's shard: element i of parameter p is a pure function of (seed, unit id, p, i). */
+/* Fills this rank's shard: element i of parameter p is a pure function of (seed, p's
+ * init_stream, i). */
 void fsdp_unit_init_params(struct fsdp_unit *u, uint64_t seed);
 
 /* The steps the model's hooks (runtime.h) are made of; they are the only places

@@ -131,6 +131,35 @@ static int parse_ac(const char *flag, const char *text) {
   return (int)k;
 }
 
+/* size:N takes N as a count of parameters, with an optional K, M or G (10^3, 10^6, 10^9). */
+static void set_wrap(struct train_options *o, const char *flag, const char *text) {
+  if (strcmp(text, "block") == 0 || strcmp(text, "none") == 0) {
+    o->wrap.kind = text[0] == 'b' ? WRAP_BLOCK : WRAP_NONE;
+    return;
+  }
+  if (strncmp(text, "size:", 5) != 0) fsdp_fatal("%s: expected block, none or size:N, got '%s'", flag, text);
+  const char *number = text + 5;
+  char *end;
+  errno = 0;
+  double n = starts_like_number(number) && isdigit((unsigned char)number[0]) ? strtod(number, &end) : 0.0;
+  double unit = 1.0;
+  if (n > 0.0 && *end != '\0' && end[1] == '\0') {
+    unit = *end == 'K' ? 1e3 : *end == 'M' ? 1e6 : *end == 'G' ? 1e9 : 0.0;
+    end += unit > 0.0;
+  }
+  if (n <= 0.0 || *end != '\0' || errno == ERANGE || n * unit < 1.0 || n * unit > 1e15)
+    fsdp_fatal("%s: '%s' is not size:N with N a positive number of parameters (such as 100M)", flag, text);
+  o->wrap.kind = WRAP_SIZE;
+  o->wrap.min_params = (size_t)(n * unit);
+}
+
+static enum reshard_after_forward parse_reshard(const char *flag, const char *text) {
+  if (strcmp(text, "auto") == 0) return RESHARD_AUTO;
+  if (strcmp(text, "true") == 0) return RESHARD_ALWAYS;
+  if (strcmp(text, "false") == 0) return RESHARD_NEVER;
+  fsdp_fatal("%s: expected auto, true or false, got '%s'", flag, text);
+}
+
 static enum accum_mode parse_accum_mode(const char *flag, const char *text) {
   if (strcmp(text, "sharded") == 0) return ACCUM_SHARDED;
   if (strcmp(text, "no-sync") == 0) return ACCUM_NO_SYNC;
@@ -221,6 +250,7 @@ SETTER(set_n_embd, config.n_embd, parse_positive_int)
 SETTER(set_vocab_size, config.vocab_size, parse_positive_int)
 SETTER(set_block_size, config.max_seq_len, parse_positive_int)
 SETTER(set_sharding, sharding, parse_sharding)
+SETTER(set_reshard, wrap.reshard_after_forward, parse_reshard)
 SETTER(set_device, device, parse_device)
 
 SETTER(set_prefetch, overlap.prefetch, parse_nonnegative_int)
@@ -316,6 +346,13 @@ static const struct flag FLAGS[] = {
      "the model's max_seq_len: rows of GPT-2's position embedding, of Llama's RoPE table"},
     {MODEL, "--sharding", BOTH, "full|grad-op|none", DEFAULT("full"), set_sharding,
      "full (ZeRO-3), grad-op (ZeRO-2) or none (DDP)"},
+    {MODEL, "--wrap", BOTH, "block|size:N|none", DEFAULT("block"), set_wrap,
+     "which modules share a unit: each block, the embedding, the final norm and the output projection a unit of "
+     "its own (block); consecutive modules until a unit holds N parameters (size:N, N such as 50M); or one unit "
+     "(none). A tied output projection shares the embedding's unit"},
+    {MODEL, "--reshard-after-forward", BOTH, "auto|true|false", DEFAULT("auto"), set_reshard,
+     "full sharding: free a unit's gathered parameters after its forward; auto does so for all but the last unit "
+     "of the forward, whose backward comes next"},
     {MODEL, "--device", BOTH, "cpu|cuda", DEFAULT("cpu"), set_device, "where the model computes"},
 
     /* The runtime's own defaults, FSDP_OVERLAP_DEFAULT, which cli_options_test holds these to. */
@@ -325,7 +362,7 @@ static const struct flag FLAGS[] = {
      "gather the next unit of the backward before (pre) or after (post) a unit's gradient computation, or not "
      "ahead at all (none)"},
     {OVERLAP, "--max-unsharded", BOTH, "N", DEFAULT("2"), set_max_unsharded,
-     "units (the root aside) gathered at once under full sharding"},
+     "units gathered at once under full sharding (a unit's own gather is never held back)"},
     {OVERLAP, "--overlap", BOTH, "on|off", DEFAULT("on"), set_overlap,
      "off: wait for every collective as soon as it is launched"},
 
@@ -482,6 +519,9 @@ static void resolve_and_check(struct train_options *o) {
   if (o->mp.reduce_dtype != DTYPE_F32 && o->sharding == SHARD_NONE)
     fsdp_fatal("--reduce-dtype %s: not supported with --sharding none, whose all-reduce is fp32",
                dtype_name(o->mp.reduce_dtype));
+  if (o->wrap.reshard_after_forward != RESHARD_AUTO && o->sharding != SHARD_FULL)
+    fsdp_fatal("--reshard-after-forward: only for --sharding full (%s never reshards after forward)",
+               sharding_strategy_name(o->sharding));
   if (o->loss_scale > 0.0f && o->mp.param_dtype != DTYPE_F16)
     fsdp_fatal("--loss-scale: only for --param-dtype fp16 (bf16 and fp32 need no loss scaling)");
   if (o->mp.param_dtype == DTYPE_F16 && o->loss_scale == 0.0f) o->loss_scale = DEFAULT_LOSS_SCALE;

@@ -64,6 +64,7 @@ void trainer_setup(struct trainer *t, const struct train_options *o, struct devi
 
   fsdp_model_init(&t->fsdp, device, group, o->sharding, &o->overlap, &o->mp);
   t->model = o->family->create(&o->config, &t->fsdp, t->B, t->T, o->ac_every);
+  fsdp_model_wrap(&t->fsdp, &o->wrap);
   t->scaler.scale = o->loss_scale;
   fsdp_model_init_params(&t->fsdp, o->seed);
   if (!planning) log_run(t);

@@ -11,6 +11,7 @@
 #include "fsdp/nn.h"
 #include "fsdp/stream.h"
 #include "fsdp/trace.h"
+#include "wrap.h"
 
 void fsdp_model_init(struct fsdp_model *m, struct device *device, struct comm_group *group,
                      enum sharding_strategy strategy, const struct fsdp_overlap *overlap,
@@ -41,6 +42,7 @@ void fsdp_model_free(struct fsdp_model *m) {
     free(m->units[i]);
   }
   m->n_units = 0;
+  fsdp_model_free_modules(m);
   device_free(m->device, m->norm_sum, m->streams.compute);
   event_destroy(m->collective_done);
   fsdp_streams_free(&m->streams);
@@ -55,17 +57,8 @@ void fsdp_model_take_traffic(struct fsdp_model *m, struct comm_traffic *out) {
   out->all_reduce = gather.all_reduce + reduce.all_reduce;
 }
 
-struct fsdp_unit *fsdp_model_add_unit(struct fsdp_model *m, const char *name, const struct param_spec *specs,
-                                      int n_params, int is_root) {
-  if (m->n_units == FSDP_MAX_UNITS) fsdp_fatal("a model may have at most %d units", FSDP_MAX_UNITS);
-  FSDP_CHECK(!is_root || m->n_units == 0);
-  struct fsdp_unit *u = fsdp_xmalloc(sizeof *u);
-  fsdp_unit_init(u, name, m->n_units, specs, n_params, m->group, &m->streams, m->strategy, &m->mp, is_root);
-  m->units[m->n_units++] = u;
-  return u;
-}
-
 void fsdp_model_init_params(struct fsdp_model *m, uint64_t seed) {
+  FSDP_CHECK(m->n_units > 0); /* wrapped */
   for (int i = 0; i < m->n_units; i++) fsdp_unit_init_params(m->units[i], seed);
 }
 

@@ -34,18 +34,13 @@ static float *sharded_buffer(struct fsdp_unit *u, enum mem_category category) {
   return buffer;
 }
 
-void fsdp_unit_init(struct fsdp_unit *u, const char *name, int id, const struct param_spec *specs, int n_params,
+void fsdp_unit_init(struct fsdp_unit *u, const char *name, const struct param_spec *specs, int n_params,
                     struct comm_group *group, const struct fsdp_streams *streams, enum sharding_strategy strategy,
-                    const struct fsdp_mixed_precision *mp, int is_root) {
+                    const struct fsdp_mixed_precision *mp) {
   memset(u, 0, sizeof *u);
   FSDP_CHECK(strlen(name) < PARAM_NAME_MAX);
   strcpy(u->name, name);
-  u->id = id;
-  u->is_root = is_root;
   u->strategy = strategy;
-  /* The root's parameters are needed again right at the start of the backward
-   * (a tied head), so resharding it after forward would only gather it twice. */
-  u->reshard_after_forward = strategy == SHARD_FULL && !is_root;
   u->group = group;
   u->streams = streams;
   u->rank = comm_rank(group);
@@ -79,10 +74,6 @@ void fsdp_unit_free(struct fsdp_unit *u) {
   memset(u, 0, sizeof *u);
 }
 
-/* The init stream of a parameter: (unit id, parameter index), so that the values
- * do not depend on how the parameters are sharded. */
-static uint64_t init_stream(const struct fsdp_unit *u, int param) { return ((uint64_t)u->id << 32) | (uint64_t)param; }
-
 void fsdp_unit_init_params(struct fsdp_unit *u, uint64_t seed) {
   struct nn_ctx c = ctx_on(u, u->streams->compute);
   struct tensor shard = shard_tensor(u, u->param_shard);
@@ -92,9 +83,9 @@ void fsdp_unit_init_params(struct fsdp_unit *u, uint64_t seed) {
     if (r.end == r.begin) continue;
     struct tensor owned = tensor_slice(&shard, r.shard_offset, r.end - r.begin);
     switch (e->init) {
-      case PARAM_INIT_NORMAL: nn_init_normal(&c, owned, seed, init_stream(u, p), r.begin, e->init_value); break;
+      case PARAM_INIT_NORMAL: nn_init_normal(&c, owned, seed, e->init_stream, r.begin, e->init_value); break;
       case PARAM_INIT_TRUNC_NORMAL:
-        nn_init_trunc_normal(&c, owned, seed, init_stream(u, p), r.begin, e->init_value, e->init_bound);
+        nn_init_trunc_normal(&c, owned, seed, e->init_stream, r.begin, e->init_value, e->init_bound);
         break;
       case PARAM_INIT_CONSTANT: nn_fill(&c, owned, e->init_value); break;
     }

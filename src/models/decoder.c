@@ -46,6 +46,7 @@ void decoder_init(struct decoder *d, const struct model_config *config, struct f
   d->fsdp = fsdp;
   d->dtype = nn_compute_dtype(fsdp->device, fsdp->mp.param_dtype);
   d->blocks = fsdp_xcalloc((size_t)config->n_layer, sizeof *d->blocks);
+  d->embedding = d->final_norm = d->output = -1;
   struct stream *compute = fsdp->streams.compute;
   d->inputs = device_alloc(fsdp->device, (size_t)B * T * sizeof(int), MEM_ACTIVATIONS, compute);
   d->targets = device_alloc(fsdp->device, (size_t)B * T * sizeof(int), MEM_ACTIVATIONS, compute);
@@ -58,6 +59,22 @@ void decoder_free(struct decoder *d) {
   device_free(d->fsdp->device, d->targets, compute);
   device_free(d->fsdp->device, d->loss_sum, compute);
   free(d->blocks);
+}
+
+void decoder_add_block(struct decoder *d, int l, const char *block_prefix, const struct param_spec *specs,
+                       int n_params) {
+  char name[32], prefix[32];
+  snprintf(name, sizeof name, "block %d", l);
+  snprintf(prefix, sizeof prefix, "%s%d.", block_prefix, l);
+  d->blocks[l] = fsdp_model_add_module(d->fsdp, name, prefix, specs, n_params);
+}
+
+struct tensor decoder_param(const struct decoder *d, int module, int param) {
+  return fsdp_param(d->fsdp, module, param);
+}
+
+struct tensor decoder_grad(const struct decoder *d, int module, int param) {
+  return fsdp_grad(d->fsdp, module, param);
 }
 
 int decoder_is_checkpointed(const struct decoder *d, int layer) {

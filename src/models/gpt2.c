@@ -23,17 +23,16 @@ static struct param_spec vector(const char *name, size_t n, float value) {
   return (struct param_spec){name, 1, {n}, PARAM_INIT_CONSTANT, value, 0, 0.0f};
 }
 
-static void declare_units(struct gpt2 *model) {
+static void declare_modules(struct gpt2 *model) {
   struct decoder *d = &model->base;
   const struct model_config *c = &d->config;
   size_t C = (size_t)c->n_embd;
   float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)c->n_layer);
-  struct param_spec root[ROOT_NUM_PARAMS] = {
-      [ROOT_WTE] = matrix("wte", (size_t)c->vocab_size, C, std),
-      [ROOT_WPE] = matrix("wpe", (size_t)c->max_seq_len, C, std),
-      [ROOT_LNF_W] = vector("lnf.weight", C, 1.0f),
-      [ROOT_LNF_B] = vector("lnf.bias", C, 0.0f),
+  struct param_spec embedding[EMB_NUM_PARAMS] = {
+      [EMB_WTE] = matrix("wte", (size_t)c->vocab_size, C, std),
+      [EMB_WPE] = matrix("wpe", (size_t)c->max_seq_len, C, std),
   };
+  struct param_spec lnf[LNF_NUM_PARAMS] = {[LNF_W] = vector("lnf.weight", C, 1.0f), [LNF_B] = vector("lnf.bias", C, 0.0f)};
   struct param_spec block[BLK_NUM_PARAMS] = {
       [BLK_LN1_W] = vector("ln1.weight", C, 1.0f),
       [BLK_LN1_B] = vector("ln1.bias", C, 0.0f),
@@ -48,12 +47,11 @@ static void declare_units(struct gpt2 *model) {
       [BLK_FCPROJ_W] = matrix("mlp.proj.weight", C, 4 * C, proj_std),
       [BLK_FCPROJ_B] = vector("mlp.proj.bias", C, 0.0f),
   };
-  d->root = fsdp_model_add_unit(d->fsdp, "root", root, ROOT_NUM_PARAMS, 1);
-  for (int l = 0; l < c->n_layer; l++) {
-    char name[32];
-    snprintf(name, sizeof name, "block %d", l);
-    d->blocks[l] = fsdp_model_add_unit(d->fsdp, name, block, BLK_NUM_PARAMS, 0);
-  }
+  d->embedding = fsdp_model_add_module(d->fsdp, "embedding", "", embedding, EMB_NUM_PARAMS);
+  for (int l = 0; l < c->n_layer; l++) decoder_add_block(d, l, "h.", block, BLK_NUM_PARAMS);
+  d->final_norm = fsdp_model_add_module(d->fsdp, "final norm", "", lnf, LNF_NUM_PARAMS);
+  /* The head is tied: logits = lnf @ wte^T. */
+  d->output = fsdp_model_add_tied_module(d->fsdp, "output", d->embedding);
 }
 
 /* Activations as the kernels take them: (N, cols) or (N). */
@@ -93,7 +91,7 @@ void gpt2_create(struct gpt2 *model, const struct model_config *config, struct f
   FSDP_CHECK(decoder_config_problem(config) == NULL && gpt2_batch_problem(config, B, T) == NULL);
   memset(model, 0, sizeof *model);
   decoder_init(&model->base, config, fsdp, B, T, ac_every);
-  declare_units(model);
+  declare_modules(model);
   model->acts = fsdp_xcalloc((size_t)config->n_layer, sizeof *model->acts);
 }
 
@@ -107,26 +105,26 @@ void gpt2_free(struct gpt2 *model) {
 /* x -> x + attn(ln1(x)) -> (that) + mlp(ln2(that)) */
 static void block_forward(struct decoder *d, int l, void *input) {
   struct gpt2 *model = (struct gpt2 *)d;
-  struct fsdp_unit *u = d->blocks[l];
+  int u = d->blocks[l];
   struct gpt2_block_acts *a = &model->acts[l];
   struct nn_ctx c = decoder_ctx(d);
   size_t C = (size_t)d->config.n_embd;
   struct tensor att = tensor_4d(a->att, d->dtype, (size_t)d->B, (size_t)d->config.n_head, (size_t)d->T, (size_t)d->T);
   nn_layernorm_forward(&c, act2(model, a->ln1, C), act1(model, a->ln1_mean), act1(model, a->ln1_rstd),
-                       act2(model, input, C), fsdp_unit_param(u, BLK_LN1_W), fsdp_unit_param(u, BLK_LN1_B));
-  nn_matmul_forward(&c, act2(model, a->qkv, 3 * C), act2(model, a->ln1, C), fsdp_unit_param(u, BLK_QKV_W),
-                    fsdp_unit_param(u, BLK_QKV_B));
+                       act2(model, input, C), decoder_param(d, u, BLK_LN1_W), decoder_param(d, u, BLK_LN1_B));
+  nn_matmul_forward(&c, act2(model, a->qkv, 3 * C), act2(model, a->ln1, C), decoder_param(d, u, BLK_QKV_W),
+                    decoder_param(d, u, BLK_QKV_B));
   nn_attention_forward(&c, act2(model, a->atty, C), att, act2(model, a->qkv, 3 * C));
-  nn_matmul_forward(&c, act2(model, a->attproj, C), act2(model, a->atty, C), fsdp_unit_param(u, BLK_ATTPROJ_W),
-                    fsdp_unit_param(u, BLK_ATTPROJ_B));
+  nn_matmul_forward(&c, act2(model, a->attproj, C), act2(model, a->atty, C), decoder_param(d, u, BLK_ATTPROJ_W),
+                    decoder_param(d, u, BLK_ATTPROJ_B));
   nn_residual_forward(&c, act2(model, a->residual2, C), act2(model, input, C), act2(model, a->attproj, C));
   nn_layernorm_forward(&c, act2(model, a->ln2, C), act1(model, a->ln2_mean), act1(model, a->ln2_rstd),
-                       act2(model, a->residual2, C), fsdp_unit_param(u, BLK_LN2_W), fsdp_unit_param(u, BLK_LN2_B));
-  nn_matmul_forward(&c, act2(model, a->fch, 4 * C), act2(model, a->ln2, C), fsdp_unit_param(u, BLK_FC_W),
-                    fsdp_unit_param(u, BLK_FC_B));
+                       act2(model, a->residual2, C), decoder_param(d, u, BLK_LN2_W), decoder_param(d, u, BLK_LN2_B));
+  nn_matmul_forward(&c, act2(model, a->fch, 4 * C), act2(model, a->ln2, C), decoder_param(d, u, BLK_FC_W),
+                    decoder_param(d, u, BLK_FC_B));
   nn_gelu_forward(&c, act2(model, a->fch_gelu, 4 * C), act2(model, a->fch, 4 * C));
-  nn_matmul_forward(&c, act2(model, a->fcproj, C), act2(model, a->fch_gelu, 4 * C), fsdp_unit_param(u, BLK_FCPROJ_W),
-                    fsdp_unit_param(u, BLK_FCPROJ_B));
+  nn_matmul_forward(&c, act2(model, a->fcproj, C), act2(model, a->fch_gelu, 4 * C), decoder_param(d, u, BLK_FCPROJ_W),
+                    decoder_param(d, u, BLK_FCPROJ_B));
   nn_residual_forward(&c, act2(model, a->residual3, C), act2(model, a->residual2, C), act2(model, a->fcproj, C));
 }
 
@@ -137,20 +135,23 @@ void gpt2_forward(struct gpt2 *model, const int *inputs, const int *targets) {
   gpt2_release_activations(model); /* of a forward without backward (an evaluation) */
   decoder_load_batch(d, inputs, targets);
 
-  struct fsdp_unit *root = d->root;
-  fsdp_pre_forward(d->fsdp, root);
+  fsdp_pre_forward(d->fsdp, d->embedding);
   d->encoded = decoder_alloc(d, N * C);
-  nn_encoder_forward(&k, act2(model, d->encoded, C), decoder_tokens(d, d->inputs), fsdp_unit_param(root, ROOT_WTE),
-                     fsdp_unit_param(root, ROOT_WPE));
+  nn_encoder_forward(&k, act2(model, d->encoded, C), decoder_tokens(d, d->inputs),
+                     decoder_param(d, d->embedding, EMB_WTE), decoder_param(d, d->embedding, EMB_WPE));
+  fsdp_post_forward(d->fsdp, d->embedding);
   void *residual = decoder_blocks_forward(d, &BLOCK);
+  fsdp_pre_forward(d->fsdp, d->final_norm);
   model->lnf = decoder_alloc(d, N * C);
   model->lnf_mean = decoder_alloc(d, N);
   model->lnf_rstd = decoder_alloc(d, N);
   nn_layernorm_forward(&k, act2(model, model->lnf, C), act1(model, model->lnf_mean), act1(model, model->lnf_rstd),
-                       act2(model, residual, C), fsdp_unit_param(root, ROOT_LNF_W), fsdp_unit_param(root, ROOT_LNF_B));
-  /* The head is tied: logits = lnf @ wte^T. */
-  decoder_loss_forward(d, fsdp_unit_param(root, ROOT_WTE), model->lnf);
-  fsdp_post_forward(d->fsdp, root);
+                       act2(model, residual, C), decoder_param(d, d->final_norm, LNF_W),
+                       decoder_param(d, d->final_norm, LNF_B));
+  fsdp_post_forward(d->fsdp, d->final_norm);
+  fsdp_pre_forward(d->fsdp, d->output);
+  decoder_loss_forward(d, decoder_param(d, d->output, EMB_WTE), model->lnf);
+  fsdp_post_forward(d->fsdp, d->output);
   decoder_mean_loss(d);
 }
 
@@ -159,7 +160,7 @@ void gpt2_forward(struct gpt2 *model, const int *inputs, const int *targets) {
  * LayerNorm backward accumulates into it in place. */
 static void block_backward(struct decoder *d, int l, void *input) {
   struct gpt2 *model = (struct gpt2 *)d;
-  struct fsdp_unit *u = d->blocks[l];
+  int u = d->blocks[l];
   struct gpt2_block_acts *a = &model->acts[l];
   struct nn_ctx c = decoder_ctx(d);
   size_t N = (size_t)d->B * d->T, C = (size_t)d->config.n_embd;
@@ -167,50 +168,53 @@ static void block_backward(struct decoder *d, int l, void *input) {
   struct tensor d_residual = act2(model, d->d_residual, C), d_ln = act2(model, model->d_ln, C);
 
   decoder_zero(d, model->d_fch_gelu, 4 * N * C);
-  nn_matmul_backward(&c, act2(model, model->d_fch_gelu, 4 * C), fsdp_unit_grad(u, BLK_FCPROJ_W),
-                     fsdp_unit_grad(u, BLK_FCPROJ_B), d_residual, act2(model, a->fch_gelu, 4 * C),
-                     fsdp_unit_param(u, BLK_FCPROJ_W));
+  nn_matmul_backward(&c, act2(model, model->d_fch_gelu, 4 * C), decoder_grad(d, u, BLK_FCPROJ_W),
+                     decoder_grad(d, u, BLK_FCPROJ_B), d_residual, act2(model, a->fch_gelu, 4 * C),
+                     decoder_param(d, u, BLK_FCPROJ_W));
   decoder_zero(d, model->d_fch, 4 * N * C);
   nn_gelu_backward(&c, act2(model, model->d_fch, 4 * C), act2(model, a->fch, 4 * C),
                    act2(model, model->d_fch_gelu, 4 * C));
   decoder_zero(d, model->d_ln, N * C);
-  nn_matmul_backward(&c, d_ln, fsdp_unit_grad(u, BLK_FC_W), fsdp_unit_grad(u, BLK_FC_B),
-                     act2(model, model->d_fch, 4 * C), act2(model, a->ln2, C), fsdp_unit_param(u, BLK_FC_W));
-  nn_layernorm_backward(&c, d_residual, fsdp_unit_grad(u, BLK_LN2_W), fsdp_unit_grad(u, BLK_LN2_B), d_ln,
-                        act2(model, a->residual2, C), fsdp_unit_param(u, BLK_LN2_W), act1(model, a->ln2_mean),
+  nn_matmul_backward(&c, d_ln, decoder_grad(d, u, BLK_FC_W), decoder_grad(d, u, BLK_FC_B),
+                     act2(model, model->d_fch, 4 * C), act2(model, a->ln2, C), decoder_param(d, u, BLK_FC_W));
+  nn_layernorm_backward(&c, d_residual, decoder_grad(d, u, BLK_LN2_W), decoder_grad(d, u, BLK_LN2_B), d_ln,
+                        act2(model, a->residual2, C), decoder_param(d, u, BLK_LN2_W), act1(model, a->ln2_mean),
                         act1(model, a->ln2_rstd));
 
   decoder_zero(d, model->d_atty, N * C);
-  nn_matmul_backward(&c, act2(model, model->d_atty, C), fsdp_unit_grad(u, BLK_ATTPROJ_W),
-                     fsdp_unit_grad(u, BLK_ATTPROJ_B), d_residual, act2(model, a->atty, C),
-                     fsdp_unit_param(u, BLK_ATTPROJ_W));
+  nn_matmul_backward(&c, act2(model, model->d_atty, C), decoder_grad(d, u, BLK_ATTPROJ_W),
+                     decoder_grad(d, u, BLK_ATTPROJ_B), d_residual, act2(model, a->atty, C),
+                     decoder_param(d, u, BLK_ATTPROJ_W));
   decoder_zero(d, model->d_qkv, 3 * N * C);
   nn_attention_backward(&c, act2(model, model->d_qkv, 3 * C), act2(model, model->d_atty, C),
                         act2(model, a->qkv, 3 * C), att);
   decoder_zero(d, model->d_ln, N * C);
-  nn_matmul_backward(&c, d_ln, fsdp_unit_grad(u, BLK_QKV_W), fsdp_unit_grad(u, BLK_QKV_B),
-                     act2(model, model->d_qkv, 3 * C), act2(model, a->ln1, C), fsdp_unit_param(u, BLK_QKV_W));
-  nn_layernorm_backward(&c, d_residual, fsdp_unit_grad(u, BLK_LN1_W), fsdp_unit_grad(u, BLK_LN1_B), d_ln,
-                        act2(model, input, C), fsdp_unit_param(u, BLK_LN1_W), act1(model, a->ln1_mean),
+  nn_matmul_backward(&c, d_ln, decoder_grad(d, u, BLK_QKV_W), decoder_grad(d, u, BLK_QKV_B),
+                     act2(model, model->d_qkv, 3 * C), act2(model, a->ln1, C), decoder_param(d, u, BLK_QKV_W));
+  nn_layernorm_backward(&c, d_residual, decoder_grad(d, u, BLK_LN1_W), decoder_grad(d, u, BLK_LN1_B), d_ln,
+                        act2(model, input, C), decoder_param(d, u, BLK_LN1_W), act1(model, a->ln1_mean),
                         act1(model, a->ln1_rstd));
 }
 
 void gpt2_backward(struct gpt2 *model, float loss_scale) {
   struct decoder *d = &model->base;
   size_t N = (size_t)d->B * d->T, C = (size_t)d->config.n_embd;
-  struct fsdp_unit *root = d->root;
   struct nn_ctx k = decoder_ctx(d);
 
-  fsdp_pre_backward(d->fsdp, root);
-  model->d_ln = decoder_loss_backward(d, loss_scale, fsdp_unit_param(root, ROOT_WTE), fsdp_unit_grad(root, ROOT_WTE),
-                                      model->lnf);
+  fsdp_pre_backward(d->fsdp, d->output);
+  model->d_ln = decoder_loss_backward(d, loss_scale, decoder_param(d, d->output, EMB_WTE),
+                                      decoder_grad(d, d->output, EMB_WTE), model->lnf);
+  fsdp_post_backward(d->fsdp, d->output);
   decoder_release(d, &model->lnf);
+  fsdp_pre_backward(d->fsdp, d->final_norm);
   d->d_residual = decoder_alloc(d, N * C);
   decoder_zero(d, d->d_residual, N * C);
-  nn_layernorm_backward(&k, act2(model, d->d_residual, C), fsdp_unit_grad(root, ROOT_LNF_W),
-                        fsdp_unit_grad(root, ROOT_LNF_B), act2(model, model->d_ln, C),
+  nn_layernorm_backward(&k, act2(model, d->d_residual, C), decoder_grad(d, d->final_norm, LNF_W),
+                        decoder_grad(d, d->final_norm, LNF_B), act2(model, model->d_ln, C),
                         act2(model, model->acts[d->config.n_layer - 1].residual3, C),
-                        fsdp_unit_param(root, ROOT_LNF_W), act1(model, model->lnf_mean), act1(model, model->lnf_rstd));
+                        decoder_param(d, d->final_norm, LNF_W), act1(model, model->lnf_mean),
+                        act1(model, model->lnf_rstd));
+  fsdp_post_backward(d->fsdp, d->final_norm);
   decoder_release(d, &model->lnf_mean);
   decoder_release(d, &model->lnf_rstd);
   model->d_qkv = decoder_alloc(d, 3 * N * C);
@@ -218,10 +222,11 @@ void gpt2_backward(struct gpt2 *model, float loss_scale) {
   model->d_fch = decoder_alloc(d, 4 * N * C);
   model->d_fch_gelu = decoder_alloc(d, 4 * N * C);
   decoder_blocks_backward(d, &BLOCK);
-  nn_encoder_backward(&k, fsdp_unit_grad(root, ROOT_WTE), fsdp_unit_grad(root, ROOT_WPE),
+  fsdp_pre_backward(d->fsdp, d->embedding);
+  nn_encoder_backward(&k, decoder_grad(d, d->embedding, EMB_WTE), decoder_grad(d, d->embedding, EMB_WPE),
                       act2(model, d->d_residual, C), decoder_tokens(d, d->inputs));
   gpt2_release_activations(model);
-  fsdp_post_backward(d->fsdp, root);
+  fsdp_post_backward(d->fsdp, d->embedding);
 }
 
 /* The registry's view of GPT-2 (fsdp/model.h). */

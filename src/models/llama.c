@@ -58,20 +58,18 @@ static struct param_spec norm(const char *name, size_t n) {
   return (struct param_spec){name, 1, {n}, PARAM_INIT_CONSTANT, 1.0f, 0, 0.0f};
 }
 
-static void declare_units(struct llama *model) {
+static void declare_modules(struct llama *model) {
   struct decoder *d = &model->base;
   const struct model_config *c = &d->config;
   struct widths w = widths_of(d);
   size_t C = w.C, V = (size_t)c->vocab_size, F = w.F;
   float output_std = 1.0f / sqrtf((float)C), output_bound = OUTPUT_CUTOFF * output_std;
-  struct param_spec root[LLAMA_ROOT_PARAMS] = {
-      [LLAMA_TOK_EMBEDDINGS] = c->tied ? matrix("tok_embeddings.weight", V, C, output_std, output_bound)
-                                       : (struct param_spec){"tok_embeddings.weight", 2, {V, C}, PARAM_INIT_NORMAL,
-                                                             1.0f, 1, 0.0f},
-      [LLAMA_NORM] = norm("norm.weight", C),
-      [LLAMA_OUTPUT] = matrix("output.weight", V, C, output_std, output_bound),
-  };
-  d->root = fsdp_model_add_unit(d->fsdp, "root", root, c->tied ? LLAMA_OUTPUT : LLAMA_ROOT_PARAMS, 1);
+  struct param_spec embedding = c->tied ? matrix("tok_embeddings.weight", V, C, output_std, output_bound)
+                                        : (struct param_spec){"tok_embeddings.weight", 2, {V, C}, PARAM_INIT_NORMAL,
+                                                              1.0f, 1, 0.0f};
+  struct param_spec final_norm = norm("norm.weight", C);
+  struct param_spec output = matrix("output.weight", V, C, output_std, output_bound);
+  d->embedding = fsdp_model_add_module(d->fsdp, "embedding", "", &embedding, 1);
   for (int l = 0; l < c->n_layer; l++) {
     float std = 0.02f, depth_std = 0.02f / sqrtf(2.0f * (float)(l + 1));
     struct param_spec block[LLAMA_BLOCK_PARAMS] = {
@@ -85,15 +83,11 @@ static void declare_units(struct llama *model) {
         [LLAMA_W3] = matrix("feed_forward.w3.weight", F, C, depth_std, TORCHTITAN_BOUND),
         [LLAMA_W2] = matrix("feed_forward.w2.weight", C, F, depth_std, TORCHTITAN_BOUND),
     };
-    char name[32];
-    snprintf(name, sizeof name, "block %d", l);
-    d->blocks[l] = fsdp_model_add_unit(d->fsdp, name, block, LLAMA_BLOCK_PARAMS, 0);
+    decoder_add_block(d, l, "layers.", block, LLAMA_BLOCK_PARAMS);
   }
-}
-
-/* The output projection: the token embedding when tied. */
-static int head_param(const struct llama *model) {
-  return model->base.config.tied ? LLAMA_TOK_EMBEDDINGS : LLAMA_OUTPUT;
+  d->final_norm = fsdp_model_add_module(d->fsdp, "final norm", "", &final_norm, 1);
+  d->output = c->tied ? fsdp_model_add_tied_module(d->fsdp, "output", d->embedding)
+                      : fsdp_model_add_module(d->fsdp, "output", "", &output, 1);
 }
 
 /* Activations as the kernels take them: (N, cols), (N), and (B, T, heads, hd). */
@@ -153,7 +147,7 @@ void llama_create(struct llama *model, const struct model_config *config, struct
   memset(model, 0, sizeof *model);
   struct decoder *d = &model->base;
   decoder_init(d, config, fsdp, B, T, ac_every);
-  declare_units(model);
+  declare_modules(model);
   model->acts = fsdp_xcalloc((size_t)config->n_layer, sizeof *model->acts);
   /* A constant of the model, built once on the device (on the meta device, planned). */
   struct nn_rope rope = {config->rope_theta, config->rope_factor, config->rope_low_freq_factor,
@@ -175,30 +169,30 @@ void llama_free(struct llama *model) {
  *   -> h + w2(silu(w1 m) * w3 m), m = ffn_norm(h) */
 static void block_forward(struct decoder *d, int l, void *input) {
   struct llama *model = (struct llama *)d;
-  struct fsdp_unit *u = d->blocks[l];
+  int u = d->blocks[l];
   struct llama_block_acts *a = &model->acts[l];
   struct nn_ctx c = decoder_ctx(d);
   struct widths w = widths_of(d);
   struct tensor q = q_heads(model, a->q), k = kv_heads(model, a->k), table = rope_table(model);
   struct tensor n = act2(model, a->attn_norm, w.C), m = act2(model, a->ffn_norm, w.C);
-  nn_rmsnorm_forward(&c, n, act1(model, a->attn_rstd), act2(model, input, w.C), fsdp_unit_param(u, LLAMA_ATTN_NORM),
+  nn_rmsnorm_forward(&c, n, act1(model, a->attn_rstd), act2(model, input, w.C), decoder_param(d, u, LLAMA_ATTN_NORM),
                      d->config.norm_eps);
-  nn_matmul_forward(&c, act2(model, a->q, w.q), n, fsdp_unit_param(u, LLAMA_WQ), TENSOR_NONE);
-  nn_matmul_forward(&c, act2(model, a->k, w.kv), n, fsdp_unit_param(u, LLAMA_WK), TENSOR_NONE);
-  nn_matmul_forward(&c, act2(model, a->v, w.kv), n, fsdp_unit_param(u, LLAMA_WV), TENSOR_NONE);
+  nn_matmul_forward(&c, act2(model, a->q, w.q), n, decoder_param(d, u, LLAMA_WQ), TENSOR_NONE);
+  nn_matmul_forward(&c, act2(model, a->k, w.kv), n, decoder_param(d, u, LLAMA_WK), TENSOR_NONE);
+  nn_matmul_forward(&c, act2(model, a->v, w.kv), n, decoder_param(d, u, LLAMA_WV), TENSOR_NONE);
   nn_rope_forward(&c, q, q, table);
   nn_rope_forward(&c, k, k, table);
   nn_gqa_attention_forward(&c, act2(model, a->atty, w.q), attention_weights(model, a->att), q, k,
                            kv_heads(model, a->v));
-  nn_matmul_forward(&c, act2(model, a->attproj, w.C), act2(model, a->atty, w.q), fsdp_unit_param(u, LLAMA_WO),
+  nn_matmul_forward(&c, act2(model, a->attproj, w.C), act2(model, a->atty, w.q), decoder_param(d, u, LLAMA_WO),
                     TENSOR_NONE);
   nn_residual_forward(&c, act2(model, a->h, w.C), act2(model, input, w.C), act2(model, a->attproj, w.C));
-  nn_rmsnorm_forward(&c, m, act1(model, a->ffn_rstd), act2(model, a->h, w.C), fsdp_unit_param(u, LLAMA_FFN_NORM),
+  nn_rmsnorm_forward(&c, m, act1(model, a->ffn_rstd), act2(model, a->h, w.C), decoder_param(d, u, LLAMA_FFN_NORM),
                      d->config.norm_eps);
-  nn_matmul_forward(&c, act2(model, a->gate, w.F), m, fsdp_unit_param(u, LLAMA_W1), TENSOR_NONE);
-  nn_matmul_forward(&c, act2(model, a->up, w.F), m, fsdp_unit_param(u, LLAMA_W3), TENSOR_NONE);
+  nn_matmul_forward(&c, act2(model, a->gate, w.F), m, decoder_param(d, u, LLAMA_W1), TENSOR_NONE);
+  nn_matmul_forward(&c, act2(model, a->up, w.F), m, decoder_param(d, u, LLAMA_W3), TENSOR_NONE);
   nn_swiglu_forward(&c, act2(model, a->swiglu, w.F), act2(model, a->gate, w.F), act2(model, a->up, w.F));
-  nn_matmul_forward(&c, act2(model, a->down, w.C), act2(model, a->swiglu, w.F), fsdp_unit_param(u, LLAMA_W2),
+  nn_matmul_forward(&c, act2(model, a->down, w.C), act2(model, a->swiglu, w.F), decoder_param(d, u, LLAMA_W2),
                     TENSOR_NONE);
   nn_residual_forward(&c, act2(model, a->out, w.C), act2(model, a->h, w.C), act2(model, a->down, w.C));
 }
@@ -210,25 +204,28 @@ void llama_forward(struct llama *model, const int *inputs, const int *targets) {
   llama_release_activations(model); /* of a forward without backward (an evaluation) */
   decoder_load_batch(d, inputs, targets);
 
-  struct fsdp_unit *root = d->root;
-  fsdp_pre_forward(d->fsdp, root);
+  fsdp_pre_forward(d->fsdp, d->embedding);
   d->encoded = decoder_alloc(d, N * C);
-  nn_encoder_forward(&k, act2(model, d->encoded, C), decoder_tokens(d, d->inputs),
-                     fsdp_unit_param(root, LLAMA_TOK_EMBEDDINGS), TENSOR_NONE);
+  nn_encoder_forward(&k, act2(model, d->encoded, C), decoder_tokens(d, d->inputs), decoder_param(d, d->embedding, 0),
+                     TENSOR_NONE);
+  fsdp_post_forward(d->fsdp, d->embedding);
   void *residual = decoder_blocks_forward(d, &BLOCK);
+  fsdp_pre_forward(d->fsdp, d->final_norm);
   model->norm = decoder_alloc(d, N * C);
   model->norm_rstd = decoder_alloc(d, N);
   nn_rmsnorm_forward(&k, act2(model, model->norm, C), act1(model, model->norm_rstd), act2(model, residual, C),
-                     fsdp_unit_param(root, LLAMA_NORM), d->config.norm_eps);
-  decoder_loss_forward(d, fsdp_unit_param(root, head_param(model)), model->norm);
-  fsdp_post_forward(d->fsdp, root);
+                     decoder_param(d, d->final_norm, 0), d->config.norm_eps);
+  fsdp_post_forward(d->fsdp, d->final_norm);
+  fsdp_pre_forward(d->fsdp, d->output);
+  decoder_loss_forward(d, decoder_param(d, d->output, 0), model->norm);
+  fsdp_post_forward(d->fsdp, d->output);
   decoder_mean_loss(d);
 }
 
 /* The gradient through x -> rope(x) with x = n @ w^T, w one of wq and wk: d_rotated
  * (heads of cols / hd) turned back into d_atty's first rows, then accumulated into
  * d_norm and dw. */
-static void rotated_projection_backward(struct llama *model, struct fsdp_unit *u, int param, void *d_rotated,
+static void rotated_projection_backward(struct llama *model, int u, int param, void *d_rotated,
                                         size_t cols, void *n) {
   struct decoder *d = &model->base;
   struct nn_ctx c = decoder_ctx(d);
@@ -236,8 +233,8 @@ static void rotated_projection_backward(struct llama *model, struct fsdp_unit *u
   int n_heads = (int)(cols / (size_t)head_dim(&d->config));
   decoder_zero(d, model->d_atty, w.N * cols);
   nn_rope_backward(&c, heads(model, model->d_atty, n_heads), heads(model, d_rotated, n_heads), rope_table(model));
-  nn_matmul_backward(&c, act2(model, model->d_norm, w.C), fsdp_unit_grad(u, param), TENSOR_NONE,
-                     act2(model, model->d_atty, cols), act2(model, n, w.C), fsdp_unit_param(u, param));
+  nn_matmul_backward(&c, act2(model, model->d_norm, w.C), decoder_grad(d, u, param), TENSOR_NONE,
+                     act2(model, model->d_atty, cols), act2(model, n, w.C), decoder_param(d, u, param));
 }
 
 /* On entry d_residual holds dL/d(block output); on exit dL/d(block input). The
@@ -246,30 +243,30 @@ static void rotated_projection_backward(struct llama *model, struct fsdp_unit *u
  * accumulate into d_norm. */
 static void block_backward(struct decoder *d, int l, void *input) {
   struct llama *model = (struct llama *)d;
-  struct fsdp_unit *u = d->blocks[l];
+  int u = d->blocks[l];
   struct llama_block_acts *a = &model->acts[l];
   struct nn_ctx c = decoder_ctx(d);
   struct widths w = widths_of(d);
   struct tensor d_residual = act2(model, d->d_residual, w.C), d_norm = act2(model, model->d_norm, w.C);
 
   decoder_zero(d, model->d_swiglu, w.N * w.F);
-  nn_matmul_backward(&c, act2(model, model->d_swiglu, w.F), fsdp_unit_grad(u, LLAMA_W2), TENSOR_NONE, d_residual,
-                     act2(model, a->swiglu, w.F), fsdp_unit_param(u, LLAMA_W2));
+  nn_matmul_backward(&c, act2(model, model->d_swiglu, w.F), decoder_grad(d, u, LLAMA_W2), TENSOR_NONE, d_residual,
+                     act2(model, a->swiglu, w.F), decoder_param(d, u, LLAMA_W2));
   decoder_zero(d, model->d_gate, w.N * w.F);
   decoder_zero(d, model->d_up, w.N * w.F);
   nn_swiglu_backward(&c, act2(model, model->d_gate, w.F), act2(model, model->d_up, w.F),
                      act2(model, model->d_swiglu, w.F), act2(model, a->gate, w.F), act2(model, a->up, w.F));
   decoder_zero(d, model->d_norm, w.N * w.C);
-  nn_matmul_backward(&c, d_norm, fsdp_unit_grad(u, LLAMA_W1), TENSOR_NONE, act2(model, model->d_gate, w.F),
-                     act2(model, a->ffn_norm, w.C), fsdp_unit_param(u, LLAMA_W1));
-  nn_matmul_backward(&c, d_norm, fsdp_unit_grad(u, LLAMA_W3), TENSOR_NONE, act2(model, model->d_up, w.F),
-                     act2(model, a->ffn_norm, w.C), fsdp_unit_param(u, LLAMA_W3));
-  nn_rmsnorm_backward(&c, d_residual, fsdp_unit_grad(u, LLAMA_FFN_NORM), d_norm, act2(model, a->h, w.C),
-                      fsdp_unit_param(u, LLAMA_FFN_NORM), act1(model, a->ffn_rstd));
+  nn_matmul_backward(&c, d_norm, decoder_grad(d, u, LLAMA_W1), TENSOR_NONE, act2(model, model->d_gate, w.F),
+                     act2(model, a->ffn_norm, w.C), decoder_param(d, u, LLAMA_W1));
+  nn_matmul_backward(&c, d_norm, decoder_grad(d, u, LLAMA_W3), TENSOR_NONE, act2(model, model->d_up, w.F),
+                     act2(model, a->ffn_norm, w.C), decoder_param(d, u, LLAMA_W3));
+  nn_rmsnorm_backward(&c, d_residual, decoder_grad(d, u, LLAMA_FFN_NORM), d_norm, act2(model, a->h, w.C),
+                      decoder_param(d, u, LLAMA_FFN_NORM), act1(model, a->ffn_rstd));
 
   decoder_zero(d, model->d_atty, w.N * w.q);
-  nn_matmul_backward(&c, act2(model, model->d_atty, w.q), fsdp_unit_grad(u, LLAMA_WO), TENSOR_NONE, d_residual,
-                     act2(model, a->atty, w.q), fsdp_unit_param(u, LLAMA_WO));
+  nn_matmul_backward(&c, act2(model, model->d_atty, w.q), decoder_grad(d, u, LLAMA_WO), TENSOR_NONE, d_residual,
+                     act2(model, a->atty, w.q), decoder_param(d, u, LLAMA_WO));
   decoder_zero(d, model->d_q, w.N * w.q);
   decoder_zero(d, model->d_k, w.N * w.kv);
   decoder_zero(d, model->d_v, w.N * w.kv);
@@ -279,28 +276,30 @@ static void block_backward(struct decoder *d, int l, void *input) {
   decoder_zero(d, model->d_norm, w.N * w.C);
   rotated_projection_backward(model, u, LLAMA_WQ, model->d_q, w.q, a->attn_norm);
   rotated_projection_backward(model, u, LLAMA_WK, model->d_k, w.kv, a->attn_norm);
-  nn_matmul_backward(&c, d_norm, fsdp_unit_grad(u, LLAMA_WV), TENSOR_NONE, act2(model, model->d_v, w.kv),
-                     act2(model, a->attn_norm, w.C), fsdp_unit_param(u, LLAMA_WV));
-  nn_rmsnorm_backward(&c, d_residual, fsdp_unit_grad(u, LLAMA_ATTN_NORM), d_norm, act2(model, input, w.C),
-                      fsdp_unit_param(u, LLAMA_ATTN_NORM), act1(model, a->attn_rstd));
+  nn_matmul_backward(&c, d_norm, decoder_grad(d, u, LLAMA_WV), TENSOR_NONE, act2(model, model->d_v, w.kv),
+                     act2(model, a->attn_norm, w.C), decoder_param(d, u, LLAMA_WV));
+  nn_rmsnorm_backward(&c, d_residual, decoder_grad(d, u, LLAMA_ATTN_NORM), d_norm, act2(model, input, w.C),
+                      decoder_param(d, u, LLAMA_ATTN_NORM), act1(model, a->attn_rstd));
 }
 
 void llama_backward(struct llama *model, float loss_scale) {
   struct decoder *d = &model->base;
   struct widths w = widths_of(d);
   size_t N = w.N, C = w.C;
-  struct fsdp_unit *root = d->root;
   struct nn_ctx k = decoder_ctx(d);
 
-  fsdp_pre_backward(d->fsdp, root);
-  model->d_norm = decoder_loss_backward(d, loss_scale, fsdp_unit_param(root, head_param(model)),
-                                        fsdp_unit_grad(root, head_param(model)), model->norm);
+  fsdp_pre_backward(d->fsdp, d->output);
+  model->d_norm = decoder_loss_backward(d, loss_scale, decoder_param(d, d->output, 0), decoder_grad(d, d->output, 0),
+                                        model->norm);
+  fsdp_post_backward(d->fsdp, d->output);
   decoder_release(d, &model->norm);
+  fsdp_pre_backward(d->fsdp, d->final_norm);
   d->d_residual = decoder_alloc(d, N * C);
   decoder_zero(d, d->d_residual, N * C);
-  nn_rmsnorm_backward(&k, act2(model, d->d_residual, C), fsdp_unit_grad(root, LLAMA_NORM),
+  nn_rmsnorm_backward(&k, act2(model, d->d_residual, C), decoder_grad(d, d->final_norm, 0),
                       act2(model, model->d_norm, C), act2(model, model->acts[d->config.n_layer - 1].out, C),
-                      fsdp_unit_param(root, LLAMA_NORM), act1(model, model->norm_rstd));
+                      decoder_param(d, d->final_norm, 0), act1(model, model->norm_rstd));
+  fsdp_post_backward(d->fsdp, d->final_norm);
   decoder_release(d, &model->norm_rstd);
   model->d_atty = decoder_alloc(d, N * w.q);
   model->d_q = decoder_alloc(d, N * w.q);
@@ -310,10 +309,11 @@ void llama_backward(struct llama *model, float loss_scale) {
   model->d_gate = decoder_alloc(d, N * w.F);
   model->d_up = decoder_alloc(d, N * w.F);
   decoder_blocks_backward(d, &BLOCK);
-  nn_encoder_backward(&k, fsdp_unit_grad(root, LLAMA_TOK_EMBEDDINGS), TENSOR_NONE, act2(model, d->d_residual, C),
+  fsdp_pre_backward(d->fsdp, d->embedding);
+  nn_encoder_backward(&k, decoder_grad(d, d->embedding, 0), TENSOR_NONE, act2(model, d->d_residual, C),
                       decoder_tokens(d, d->inputs));
   llama_release_activations(model);
-  fsdp_post_backward(d->fsdp, root);
+  fsdp_post_backward(d->fsdp, d->embedding);
 }
 
 /* The registry's view of Llama 3 (fsdp/model.h). */
