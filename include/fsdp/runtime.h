@@ -73,6 +73,10 @@ struct fsdp_unit *fsdp_model_add_unit(struct fsdp_model *m, const char *name, co
                                       int n_params, int is_root);
 
 void fsdp_model_init_params(struct fsdp_model *m, uint64_t seed);
+/* The parameter named param of the unit named unit, or, with unit NULL, of whichever unit
+ * has one of that name (only one may); returns 0 when there is none. */
+int fsdp_model_find_param(const struct fsdp_model *m, const char *unit, const char *param, struct fsdp_unit **u,
+                          int *index);
 /* Reshards every unit that is still unsharded (after an evaluation forward). */
 void fsdp_model_reshard_all(struct fsdp_model *m);
 
