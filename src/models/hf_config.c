@@ -61,11 +61,14 @@ void hf_config_expect_number(const char *path, const cJSON *root, const char *ke
 
 void hf_config_add_float(cJSON *root, const char *key, float v) {
   char text[48];
-  for (int digits = 1; digits <= 9; digits++) {
-    snprintf(text, sizeof text, "%.*g", digits, (double)v);
-    if (strtof(text, NULL) == v) break;
+  if (v == floorf(v) && fabsf(v) < 1e15f) {
+    snprintf(text, sizeof text, "%.1f", (double)v); /* 500000.0, not 5e+05 */
+  } else {
+    for (int digits = 1; digits <= 9; digits++) {
+      snprintf(text, sizeof text, "%.*g", digits, (double)v);
+      if (strtof(text, NULL) == v) break;
+    }
   }
-  if (!strpbrk(text, ".eEn")) strcat(text, ".0");
   cJSON_AddItemToObject(root, key, cJSON_CreateRaw(text));
 }
 

@@ -22,8 +22,8 @@ void hf_config_expect_string(const char *path, const cJSON *root, const char *ke
 /* Ends the job unless key is absent or the number value. */
 void hf_config_expect_number(const char *path, const cJSON *root, const char *key, double value);
 
-/* The shortest decimal that reads back as v, with ".0" on an integer, so that 1e-5f
- * is 1e-05, not the 9.99999975e-06 its double is. */
+/* The shortest decimal that reads back as v (1e-5f is 1e-05, not the 9.99999975e-06 its
+ * double is); an integer with ".0", as Python writes a float. */
 void hf_config_add_float(cJSON *root, const char *key, float v);
 /* torch's name of the dtype a model is saved in: "float32", "bfloat16", "float16". */
 const char *hf_config_torch_dtype(enum dtype d);
