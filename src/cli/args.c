@@ -523,8 +523,9 @@ static void resolve_step_range(const char *flag, int steps, int *first, int *las
 }
 
 /* A flag that sets the model's family or shape: what --init-from's config.json sets. */
-static int sets_model(const struct flag *f) { return f->section == MODEL && f->apply != set_sharding &&
-                                                     f->apply != set_device && f->apply != set_init_from; }
+static int sets_model(const struct flag *f) {
+  return f->section == MODEL && f->apply != set_sharding && f->apply != set_device && f->apply != set_init_from;
+}
 
 /* --init-from with a config.json: the family and shape are the config's, and a model
  * flag given as well must leave them as they are. Without one (a bare .safetensors
