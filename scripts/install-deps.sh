@@ -2,7 +2,7 @@
 # Installs what fsdp.c needs to build, run and test, from Debian's packages.
 set -euo pipefail
 packages=(build-essential cmake openmpi-bin libopenmpi-dev libopenblas-openmp-dev libcjson-dev
-          python3 python3-torch python3-numpy fortunes chromium)
+          python3 python3-torch python3-numpy python3-venv fortunes chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -47,11 +47,17 @@ struct train_options {
   int world_size;              /* plan only */
   const char *format;          /* plan only: text or json */
   const char *device;          /* cpu or cuda: where the model computes */
+  const char *init_from;       /* Hugging Face safetensors the parameters start from, or NULL */
+  int batches;                 /* eval only: batches of batch_size windows */
+  const char *output;          /* export only: the folder written */
+  enum dtype export_dtype;     /* export only: of the tensors written */
+  uint64_t max_file_bytes;     /* export only: the size above which the safetensors are split */
 };
 
 /* train and plan take the same model, batch and sharding flags; plan adds
- * --world-size and --format and needs no --data. */
-enum options_command { OPTIONS_TRAIN, OPTIONS_PLAN };
+ * --world-size and --format and needs no --data. eval and export take the model flags
+ * and --init-from; eval the data and batch flags and --batches, export --output. */
+enum options_command { OPTIONS_TRAIN, OPTIONS_PLAN, OPTIONS_EVAL, OPTIONS_EXPORT };
 
 /* Fills defaults, then parses argv (argv[0] is the command name, "train"); ends
  * the job with a message naming the flag on any bad input. Returns 1 when --help
@@ -129,5 +135,7 @@ void memory_snapshot_write(const char *path, struct comm_group *group, int first
 
 int fsdp_train_main(int argc, char **argv);
 int fsdp_plan_main(int argc, char **argv);
+int fsdp_eval_main(int argc, char **argv);
+int fsdp_export_main(int argc, char **argv);
 
 #endif

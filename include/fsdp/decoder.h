@@ -108,8 +108,8 @@ void decoder_release_activations(struct decoder *d, const struct decoder_block *
 /* Defines `const struct model_family NAME` (fsdp/model.h) for the family whose struct is
  * `struct PREFIX`, starting with its decoder, from its PREFIX_create, PREFIX_free,
  * PREFIX_forward, PREFIX_backward and PREFIX_release_activations (gpt2.h's, llama.h's)
- * behind model_family's void * signatures. */
-#define DECODER_FAMILY(NAME, family_name, PREFIX, config_problem_fn, batch_problem_fn)                          \
+ * behind model_family's void * signatures, with its Hugging Face format (fsdp/hf.h). */
+#define DECODER_FAMILY(NAME, family_name, PREFIX, config_problem_fn, batch_problem_fn, hf_format)                          \
   static void *PREFIX##_family_create(const struct model_config *c, struct fsdp_model *fsdp, int B, int T,        \
                                       int ac_every) {                                                            \
     struct PREFIX *model = fsdp_xmalloc(sizeof *model);                                                          \
@@ -128,6 +128,6 @@ void decoder_release_activations(struct decoder *d, const struct decoder_block *
   static void PREFIX##_family_release(void *model) { PREFIX##_release_activations(model); }                      \
   const struct model_family NAME = {family_name,           config_problem_fn,       batch_problem_fn,            \
                                     PREFIX##_family_create, PREFIX##_family_free,   PREFIX##_family_forward,     \
-                                    PREFIX##_family_backward, PREFIX##_family_release}
+                                    PREFIX##_family_backward, PREFIX##_family_release, hf_format}
 
 #endif

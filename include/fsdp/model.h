@@ -23,6 +23,8 @@ struct model_config {
   int tied;        /* the output projection is the token embedding */
 };
 
+struct hf_format;
+
 /* A model created on an fsdp model: one of the families' own structs. */
 struct model_family {
   const char *name; /* "gpt2", "llama3" */
@@ -40,6 +42,8 @@ struct model_family {
   void (*backward)(void *model, float loss_scale);
   /* Frees what a forward that no backward follows (an evaluation) left. */
   void (*release_activations)(void *model);
+  /* Hugging Face's names, layouts and config.json (fsdp/hf.h). */
+  const struct hf_format *hf;
 };
 
 struct model_preset {
@@ -52,5 +56,9 @@ struct model_preset {
 const struct model_preset *model_preset_find(const char *name);
 /* The preset names, comma-separated, for messages and --help. */
 const char *model_preset_names(void);
+/* The family whose Hugging Face config.json has this "model_type", or NULL. */
+const struct model_family *model_family_by_hf_type(const char *model_type);
+/* NULL when a and b are equal, else the first field that differs, as "n_layer 4, not 2" (a's, b's). */
+const char *model_config_difference(const struct model_config *a, const struct model_config *b);
 
 #endif

@@ -126,6 +126,9 @@ int fsdp_model_add_tied_module(struct fsdp_model *m, const char *name, int owner
 void fsdp_model_wrap(struct fsdp_model *m, const struct fsdp_wrap_policy *policy);
 
 void fsdp_model_init_params(struct fsdp_model *m, uint64_t seed);
+/* The unit holding the parameter named name (names are the model's, unique) and its
+ * index there; returns 0 when there is none. */
+int fsdp_model_find_param(const struct fsdp_model *m, const char *name, struct fsdp_unit **u, int *index);
 /* Reshards every unit that is still unsharded (after an evaluation forward). */
 void fsdp_model_reshard_all(struct fsdp_model *m);
 

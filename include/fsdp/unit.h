@@ -140,6 +140,11 @@ struct sharded_param_info {
 };
 struct sharded_param_info fsdp_unit_param_info(const struct fsdp_unit *u, int param);
 
+/* This rank's elements of parameter param, [begin, end) of fsdp_unit_param_info, from
+ * host memory into the sharded master parameters, or out of them. The unit is SHARDED. */
+void fsdp_unit_write_param_shard(struct fsdp_unit *u, int param, const float *values);
+void fsdp_unit_read_param_shard(const struct fsdp_unit *u, int param, float *values);
+
 /* The whole of the unit's flat parameter, gathered from all ranks into host memory out
  * (layout.numel elements). Collective over the unit's group. */
 void fsdp_unit_gather_params(struct fsdp_unit *u, float *out);

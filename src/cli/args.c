@@ -15,6 +15,7 @@
 
 #include "fsdp/cli.h"
 #include "fsdp/error.h"
+#include "fsdp/hf.h"
 
 /* Defaults resolved after parsing, from other flags; macros so that --help can spell them. */
 #define DEFAULT_SEQ_LEN 256 /* lowered to the model's max_seq_len when that is smaller */
@@ -23,6 +24,7 @@
 #define DEFAULT_FIRST_STEP 2
 #define DEFAULT_LAST_STEP 3
 #define DEFAULT_LOSS_SCALE 65536 /* torch.cuda.amp.GradScaler's initial scale */
+#define DEFAULT_MAX_SHARD_SIZE "5GB" /* transformers' save_pretrained's */
 #define SPELLED(x) #x
 #define SPELL(x) SPELLED(x)
 
@@ -186,6 +188,27 @@ static void parse_step_range(const char *flag, const char *text, int *first, int
   if (*last < *first) fsdp_fatal("%s: the last step %d comes before the first %d", flag, *last, *first);
 }
 
+/* BYTES, or a number with KB, MB, GB (powers of 1000, as transformers counts) or KiB,
+ * MiB, GiB (of 1024). */
+static uint64_t parse_size(const char *flag, const char *text) {
+  static const struct {
+    const char *suffix;
+    uint64_t scale;
+  } UNITS[] = {{"", 1}, {"B", 1}, {"KB", 1000}, {"MB", 1000000}, {"GB", 1000000000},
+               {"KiB", 1u << 10}, {"MiB", 1u << 20}, {"GiB", 1u << 30}};
+  char *end;
+  errno = 0;
+  unsigned long long v = isdigit((unsigned char)text[0]) ? strtoull(text, &end, 10) : 0;
+  if (!isdigit((unsigned char)text[0]) || errno == ERANGE)
+    fsdp_fatal("%s: '%s' is not a size (BYTES, or a number with KB, MB, GB, KiB, MiB or GiB)", flag, text);
+  for (size_t i = 0; i < sizeof UNITS / sizeof UNITS[0]; i++)
+    if (strcmp(end, UNITS[i].suffix) == 0) {
+      if (v == 0 || v > UINT64_MAX / UNITS[i].scale) fsdp_fatal("%s: '%s' must be positive and in range", flag, text);
+      return v * UNITS[i].scale;
+    }
+  fsdp_fatal("%s: '%s' is not a size (BYTES, or a number with KB, MB, GB, KiB, MiB or GiB)", flag, text);
+}
+
 /* ---- flags: how each one is applied, in the order of the table ---- */
 
 static enum sharding_strategy parse_sharding(const char *flag, const char *text) {
@@ -287,6 +310,12 @@ SETTER(set_val_every, val_every, parse_nonnegative_int)
 SETTER(set_val_batches, val_batches, parse_positive_int)
 
 SETTER(set_log, log_path, parse_path)
+
+SETTER(set_init_from, init_from, parse_path)
+SETTER(set_batches, batches, parse_positive_int)
+SETTER(set_output, output, parse_path)
+SETTER(set_export_dtype, export_dtype, parse_reduce_dtype)
+SETTER(set_max_shard_size, max_file_bytes, parse_size)
 SETTER(set_trace, trace_path, parse_path)
 static void set_trace_steps(struct train_options *o, const char *flag, const char *v) {
   parse_step_range(flag, v, &o->trace_first, &o->trace_last);
@@ -298,7 +327,14 @@ static void set_snapshot_steps(struct train_options *o, const char *flag, const 
 
 /* ---- the table ---- */
 
-enum { TRAIN = 1 << OPTIONS_TRAIN, PLAN = 1 << OPTIONS_PLAN, BOTH = TRAIN | PLAN };
+enum {
+  TRAIN = 1 << OPTIONS_TRAIN,
+  PLAN = 1 << OPTIONS_PLAN,
+  EVAL = 1 << OPTIONS_EVAL,
+  EXPORT = 1 << OPTIONS_EXPORT,
+  BOTH = TRAIN | PLAN,
+  MODELS = TRAIN | PLAN | EVAL | EXPORT /* every command that builds a model */
+};
 
 /* A value default goes through the flag's own function before the command line is
  * read, so --help cannot show a default the options do not start from. A note stands
@@ -326,25 +362,25 @@ struct flag {
 static const char PLAN_ONLY[] = "plan", MODEL[] = "model", OVERLAP[] = "overlap of communication with compute",
                   MEMORY[] = "memory", SCHEDULE[] = "batch and schedule",
                   OPTIMIZER[] = "optimizer (AdamW; the learning rate warms up to --lr, then decays to --min-lr)",
-                  DATA[] = "data", OUTPUT[] = "output";
+                  DATA[] = "data", OUTPUT[] = "output", EVAL_ONLY[] = "evaluation", EXPORT_ONLY[] = "export";
 #define STEP_RANGE_DEFAULT SPELL(DEFAULT_FIRST_STEP) ":" SPELL(DEFAULT_LAST_STEP) ", or the last step if fewer"
 
 static const struct flag FLAGS[] = {
     {PLAN_ONLY, "--world-size", PLAN, "W", REQUIRED, set_world_size, "ranks the plan is for"},
     {PLAN_ONLY, "--format", PLAN, "text|json", DEFAULT("text"), set_format, "how the plan is printed"},
 
-    {MODEL, "--model", BOTH, "NAME", DEFAULT("shakespeare-char"), set_model, "preset:"},
-    {MODEL, "--n-layer", BOTH, "N", NOTE("from the preset"), set_n_layer, "transformer blocks"},
-    {MODEL, "--n-head", BOTH, "N", NOTE("from the preset"), set_n_head, "attention heads"},
-    {MODEL, "--n-kv-head", BOTH, "N", NOTE("from the preset"), set_n_kv_head,
+    {MODEL, "--model", MODELS, "NAME", DEFAULT("shakespeare-char"), set_model, "preset:"},
+    {MODEL, "--n-layer", MODELS, "N", NOTE("from the preset"), set_n_layer, "transformer blocks"},
+    {MODEL, "--n-head", MODELS, "N", NOTE("from the preset"), set_n_head, "attention heads"},
+    {MODEL, "--n-kv-head", MODELS, "N", NOTE("from the preset"), set_n_kv_head,
      "heads of keys and values (grouped-query attention; Llama only)"},
-    {MODEL, "--ffn-hidden", BOTH, "N", NOTE("from the preset"), set_ffn_hidden, "SwiGLU width (Llama only)"},
-    {MODEL, "--n-embd", BOTH, "N", NOTE("from the preset"), set_n_embd, "embedding width"},
-    {MODEL, "--vocab-size", BOTH, "N", NOTE("from the preset"), set_vocab_size,
+    {MODEL, "--ffn-hidden", MODELS, "N", NOTE("from the preset"), set_ffn_hidden, "SwiGLU width (Llama only)"},
+    {MODEL, "--n-embd", MODELS, "N", NOTE("from the preset"), set_n_embd, "embedding width"},
+    {MODEL, "--vocab-size", MODELS, "N", NOTE("from the preset"), set_vocab_size,
      "vocabulary size; every token id must be below it"},
-    {MODEL, "--block-size", BOTH, "N", NOTE("from the preset"), set_block_size,
+    {MODEL, "--block-size", MODELS, "N", NOTE("from the preset"), set_block_size,
      "the model's max_seq_len: rows of GPT-2's position embedding, of Llama's RoPE table"},
-    {MODEL, "--sharding", BOTH, "full|grad-op|none", DEFAULT("full"), set_sharding,
+    {MODEL, "--sharding", MODELS, "full|grad-op|none", DEFAULT("full"), set_sharding,
      "full (ZeRO-3), grad-op (ZeRO-2) or none (DDP)"},
     {MODEL, "--wrap", BOTH, "block|size:N|none", DEFAULT("block"), set_wrap,
      "which modules share a unit: each block, the embedding, the final norm and the output projection a unit of "
@@ -353,7 +389,10 @@ static const struct flag FLAGS[] = {
     {MODEL, "--reshard-after-forward", BOTH, "auto|true|false", DEFAULT("auto"), set_reshard,
      "full sharding: free a unit's gathered parameters after its forward; auto does so for all but the last unit "
      "of the forward, whose backward comes next"},
-    {MODEL, "--device", BOTH, "cpu|cuda", DEFAULT("cpu"), set_device, "where the model computes"},
+    {MODEL, "--device", MODELS, "cpu|cuda", DEFAULT("cpu"), set_device, "where the model computes"},
+    {MODEL, "--init-from", TRAIN | EVAL | EXPORT, "PATH", NOTE("a fresh initialisation from --seed"), set_init_from,
+     "parameters from Hugging Face safetensors: a .safetensors file, a model.safetensors.index.json, or a folder "
+     "holding either; the config.json beside them sets the model, and a model flag given too must agree with it"},
 
     /* The runtime's own defaults, FSDP_OVERLAP_DEFAULT, which cli_options_test holds these to. */
     {OVERLAP, "--prefetch", BOTH, "N", DEFAULT("1"), set_prefetch,
@@ -369,7 +408,7 @@ static const struct flag FLAGS[] = {
     {MEMORY, "--ac", BOTH, "none|full|every:K", DEFAULT("none"), set_ac,
      "activation checkpointing of all blocks, or of every K-th one (blocks K-1, 2K-1, ...): a checkpointed block "
      "keeps only its input, and its backward recomputes its forward"},
-    {MEMORY, "--param-dtype", BOTH, "fp32|bf16|fp16", DEFAULT("fp32"), set_param_dtype,
+    {MEMORY, "--param-dtype", BOTH | EVAL, "fp32|bf16|fp16", DEFAULT("fp32"), set_param_dtype,
      "dtype of the gathered parameters (the all-gather moves it) and of the unsharded gradients; master weights "
      "and AdamW stay fp32"},
     {MEMORY, "--reduce-dtype", BOTH, "fp32|bf16", DEFAULT("fp32"), set_reduce_dtype,
@@ -383,13 +422,13 @@ static const struct flag FLAGS[] = {
      "sharded: reduce-scatter every micro-batch and add into the sharded gradient (less memory, K times the "
      "traffic); no-sync: keep unsharded gradients over the micro-batches and reduce once"},
 
-    {SCHEDULE, "--seq-len", BOTH, "T", NOTE(SPELL(DEFAULT_SEQ_LEN) ", or the model's max_seq_len if smaller"),
+    {SCHEDULE, "--seq-len", BOTH | EVAL, "T", NOTE(SPELL(DEFAULT_SEQ_LEN) ", or the model's max_seq_len if smaller"),
      set_seq_len, "tokens per sequence"},
-    {SCHEDULE, "--batch-size", BOTH, "B", DEFAULT("8"), set_batch_size, "sequences per rank per micro-batch"},
+    {SCHEDULE, "--batch-size", BOTH | EVAL, "B", DEFAULT("8"), set_batch_size, "sequences per rank per micro-batch"},
     {SCHEDULE, "--global-batch-size", BOTH, "G", NOTE("unset"), set_global_batch_size,
      "sequences per step over all ranks and micro-batches: B = G / (W K)"},
     {SCHEDULE, "--steps", BOTH, "N", DEFAULT("50"), set_steps, "optimizer steps"},
-    {SCHEDULE, "--seed", BOTH, "N", DEFAULT("1337"), set_seed, "seed of the initial weights and of the batches"},
+    {SCHEDULE, "--seed", MODELS, "N", DEFAULT("1337"), set_seed, "seed of the initial weights and of the batches"},
 
     {OPTIMIZER, "--lr", BOTH, "X", DEFAULT("6e-4"), set_lr, "peak learning rate"},
     {OPTIMIZER, "--min-lr", BOTH, "X", NOTE("--lr / " SPELL(MIN_LR_DIVISOR)), set_min_lr,
@@ -403,14 +442,25 @@ static const struct flag FLAGS[] = {
      "decay of the squared gradients' running mean, in [0, 1)"},
     {OPTIMIZER, "--eps", BOTH, "X", DEFAULT("1e-8"), set_eps, "added to the update's denominator"},
 
-    {DATA, "--data", TRAIN, "FILE", REQUIRED, set_data, "token file"},
+    {DATA, "--data", TRAIN | EVAL, "FILE", REQUIRED, set_data, "token file"},
     {DATA, "--data", PLAN, "FILE", NOTE("none"), set_data, "token file, whose tokens' memory the plan then counts"},
-    {DATA, "--data-format", BOTH, "auto|text|nanogpt|llmc", DEFAULT("auto"), set_data_format,
+    {DATA, "--data-format", BOTH | EVAL, "auto|text|nanogpt|llmc", DEFAULT("auto"), set_data_format,
      "text: bytes; nanogpt: uint16 .bin; llmc: llm.c .bin (by its magic); auto tells them apart"},
     {DATA, "--val-fraction", BOTH, "X", DEFAULT("0.1"), set_val_fraction,
      "last fraction of the tokens kept for validation, in [0, 1)"},
     {DATA, "--val-every", BOTH, "N", DEFAULT("0"), set_val_every, "validate every N steps; 0 never"},
     {DATA, "--val-batches", BOTH, "N", DEFAULT("4"), set_val_batches, "batches per validation"},
+
+    {EVAL_ONLY, "--batches", EVAL, "N", REQUIRED, set_batches,
+     "batches of --batch-size windows of --seq-len tokens, read in order from the start of --data (window i: "
+     "tokens i T to i T + T - 1, each predicting the next); the ranks share them"},
+    {EXPORT_ONLY, "--output", EXPORT, "DIR", REQUIRED, set_output,
+     "the folder to write (made if missing): model.safetensors, or its parts and their index, and config.json; "
+     "-o DIR also works"},
+    {EXPORT_ONLY, "--dtype", EXPORT, "fp32|bf16", DEFAULT("fp32"), set_export_dtype, "of the tensors written"},
+    {EXPORT_ONLY, "--max-shard-size", EXPORT, "SIZE", DEFAULT(DEFAULT_MAX_SHARD_SIZE), set_max_shard_size,
+     "above this many bytes, the tensors go into several files of at most this much (one larger tensor alone), "
+     "and an index; BYTES, or with KB, MB, GB, KiB, MiB, GiB"},
 
     {OUTPUT, "--log", BOTH, "FILE", NOTE("none"), set_log, "metrics, one JSON object per step"},
     {OUTPUT, "--trace", BOTH, "FILE", NOTE("none"), set_trace,
@@ -425,7 +475,11 @@ enum { N_FLAGS = sizeof FLAGS / sizeof FLAGS[0] };
 
 /* ---- parsing ---- */
 
-static const char *command_name(enum options_command command) { return command == OPTIONS_PLAN ? "plan" : "train"; }
+static const char *command_name(enum options_command command) {
+  static const char *const NAMES[] = {[OPTIONS_TRAIN] = "train", [OPTIONS_PLAN] = "plan", [OPTIONS_EVAL] = "eval",
+                                      [OPTIONS_EXPORT] = "export"};
+  return NAMES[command];
+}
 
 static int takes(const struct flag *f, enum options_command command) { return (f->commands & (1u << command)) != 0; }
 
@@ -463,7 +517,8 @@ static int collect_flags(enum options_command command, int argc, char **argv, st
   const char *name = command_name(command);
   int n = 0;
   for (int i = 0; i < argc; i++) {
-    const char *arg = argv[i];
+    /* -o is the usual spelling of an output, as in fsdp memviz. */
+    const char *arg = strcmp(argv[i], "-o") == 0 && command == OPTIONS_EXPORT ? "--output" : argv[i];
     if (is_help(arg)) return -1;
     if (arg[0] == '-' && arg[1] != '-') fsdp_fatal("unknown flag '%s' (see fsdp %s --help)", arg, name);
     if (arg[0] != '-') fsdp_fatal("unexpected argument '%s' (see fsdp %s --help)", arg, name);
@@ -502,6 +557,40 @@ static void resolve_step_range(const char *flag, int steps, int *first, int *las
   } else if (*last > steps) {
     fsdp_fatal("%s: step %d is past the last step %d (--steps)", flag, *last, steps);
   }
+}
+
+/* A flag that sets the model's family or shape: what --init-from's config.json sets. */
+static int sets_model(const struct flag *f) {
+  return f->section == MODEL && f->apply != set_sharding && f->apply != set_device && f->apply != set_init_from;
+}
+
+/* --init-from with a config.json: the family and shape are the config's, and a model
+ * flag given as well must leave them as they are. Without one (a bare .safetensors
+ * file), the model flags say what the file holds. */
+static void apply_init_from(struct train_options *o, const struct flag_arg *args, int n) {
+  if (!o->init_from) return;
+  struct model_config config;
+  char *config_path;
+  const struct model_family *family = hf_config_load(o->init_from, &config, &config_path);
+  if (!family) return;
+  for (int i = 0; i < n; i++) {
+    if (!sets_model(args[i].flag)) continue;
+    struct train_options probe = *o;
+    probe.family = family;
+    probe.config = config;
+    apply(&probe, args[i]);
+    if (probe.family != family)
+      fsdp_fatal("%s %s: a %s model, but --init-from %s holds a %s one (%s)", args[i].flag->name, args[i].value,
+                 probe.family->name, o->init_from, family->name, config_path);
+    const char *difference = model_config_difference(&probe.config, &config);
+    if (difference)
+      fsdp_fatal("%s %s disagrees with --init-from's %s: %s", args[i].flag->name, args[i].value, config_path,
+                 difference);
+  }
+  o->family = family;
+  o->config = config;
+  o->model = o->init_from;
+  free(config_path);
 }
 
 static void resolve_and_check(struct train_options *o) {
@@ -553,6 +642,7 @@ int train_options_parse(enum options_command command, struct train_options *o, i
   for (int i = 0; i < n; i++)
     if (!is_model(args[i].flag)) apply(o, args[i]);
   check_required(command, args, n);
+  apply_init_from(o, args, n);
   free(args);
   resolve_and_check(o);
   return 0;
@@ -614,6 +704,11 @@ static void print_usage(enum options_command command) {
   if (command == OPTIONS_PLAN)
     printf("\nPrints, without allocating the model, the bytes per rank by category at the peak of a\n"
            "training step and the bytes each rank sends and receives per step.\n");
+  if (command == OPTIONS_EVAL)
+    printf("\nPrints the mean cross-entropy over the windows as one JSON line, {\"loss\": ...}.\n");
+  if (command == OPTIONS_EXPORT)
+    printf("\nWrites the model's parameters as Hugging Face safetensors, with transformers' names and\n"
+           "layouts, and its config.json, for transformers' from_pretrained.\n");
 }
 
 void train_options_print_help(enum options_command command) {

@@ -10,6 +10,7 @@
 #include "fsdp/log.h"
 #include "fsdp/timer.h"
 #include "fsdp/trace.h"
+#include "model_source.h"
 #include "trainer.h"
 
 /* Validation batches are drawn from their own index range so they never
@@ -66,7 +67,7 @@ void trainer_setup(struct trainer *t, const struct train_options *o, struct devi
   t->model = o->family->create(&o->config, &t->fsdp, t->B, t->T, o->ac_every);
   fsdp_model_wrap(&t->fsdp, &o->wrap);
   t->scaler.scale = o->loss_scale;
-  fsdp_model_init_params(&t->fsdp, o->seed);
+  model_source_load(o, &t->fsdp);
   if (!planning) log_run(t);
 
   size_t N = (size_t)t->B * t->T;

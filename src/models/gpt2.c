@@ -7,6 +7,7 @@
 
 #include "fsdp/device.h"
 #include "fsdp/error.h"
+#include "fsdp/hf.h"
 #include "fsdp/memory.h"
 #include "fsdp/nn.h"
 
@@ -230,4 +231,4 @@ void gpt2_backward(struct gpt2 *model, float loss_scale) {
 }
 
 /* The registry's view of GPT-2 (fsdp/model.h). */
-DECODER_FAMILY(GPT2_FAMILY, "gpt2", gpt2, decoder_config_problem, gpt2_batch_problem);
+DECODER_FAMILY(GPT2_FAMILY, "gpt2", gpt2, decoder_config_problem, gpt2_batch_problem, &GPT2_HF_FORMAT);

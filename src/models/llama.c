@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fsdp/error.h"
+#include "fsdp/hf.h"
 
 static const char *llama_config_problem(const struct model_config *c) {
   static char message[160];
@@ -317,4 +318,4 @@ void llama_backward(struct llama *model, float loss_scale) {
 }
 
 /* The registry's view of Llama 3 (fsdp/model.h). */
-DECODER_FAMILY(LLAMA3_FAMILY, "llama3", llama, llama_config_problem, llama_batch_problem);
+DECODER_FAMILY(LLAMA3_FAMILY, "llama3", llama, llama_config_problem, llama_batch_problem, &LLAMA3_HF_FORMAT);

@@ -1,8 +1,10 @@
 /* The models the command line can build: one line per preset, naming its family. */
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "fsdp/gpt2.h"
+#include "fsdp/hf.h"
 #include "fsdp/llama.h"
 #include "fsdp/model.h"
 
@@ -49,4 +51,49 @@ const char *model_preset_names(void) {
       strcat(names, PRESETS[i].name);
     }
   return names;
+}
+
+const struct model_family *model_family_by_hf_type(const char *model_type) {
+  for (int i = 0; i < NUM_PRESETS; i++)
+    if (PRESETS[i].family->hf && strcmp(PRESETS[i].family->hf->model_type, model_type) == 0) return PRESETS[i].family;
+  return NULL;
+}
+
+/* The fields of a model_config, for messages; as the flags that set them where there are some. */
+#define INT_FIELD(field) {#field, offsetof(struct model_config, field), 0}
+#define FLOAT_FIELD(field) {#field, offsetof(struct model_config, field), 1}
+static const struct {
+  const char *name;
+  size_t offset;
+  int is_float;
+} FIELDS[] = {
+    INT_FIELD(n_layer),      INT_FIELD(n_head),
+    INT_FIELD(n_kv_head),    INT_FIELD(n_embd),
+    INT_FIELD(vocab_size),   INT_FIELD(max_seq_len),
+    INT_FIELD(ffn_hidden),   FLOAT_FIELD(norm_eps),
+    FLOAT_FIELD(rope_theta), FLOAT_FIELD(rope_factor),
+    FLOAT_FIELD(rope_low_freq_factor), FLOAT_FIELD(rope_high_freq_factor),
+    INT_FIELD(rope_original_max_seq_len), INT_FIELD(tied),
+};
+
+const char *model_config_difference(const struct model_config *a, const struct model_config *b) {
+  static char message[128];
+  for (size_t i = 0; i < sizeof FIELDS / sizeof FIELDS[0]; i++) {
+    const char *x = (const char *)a + FIELDS[i].offset, *y = (const char *)b + FIELDS[i].offset;
+    if (FIELDS[i].is_float) {
+      float fx, fy;
+      memcpy(&fx, x, sizeof fx);
+      memcpy(&fy, y, sizeof fy);
+      if (fx == fy) continue;
+      snprintf(message, sizeof message, "%s %g, not %g", FIELDS[i].name, fx, fy);
+    } else {
+      int ix, iy;
+      memcpy(&ix, x, sizeof ix);
+      memcpy(&iy, y, sizeof iy);
+      if (ix == iy) continue;
+      snprintf(message, sizeof message, "%s %d, not %d", FIELDS[i].name, ix, iy);
+    }
+    return message;
+  }
+  return NULL;
 }

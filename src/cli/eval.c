@@ -1,0 +1,74 @@
+/* `fsdp eval`: the mean cross-entropy of a model over fixed windows of a token file,
+ * the same whatever the world size, so that it can be compared with transformers'. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fsdp/comm.h"
+#include "fsdp/device.h"
+#include "fsdp/error.h"
+#include "model_source.h"
+
+/* Window w: inputs tokens[w T .. w T + T - 1], targets one token later. */
+static void load_windows(const struct token_data *data, size_t first_window, int B, int T, int *inputs, int *targets) {
+  for (int b = 0; b < B; b++) {
+    const uint16_t *w = data->tokens + (first_window + (size_t)b) * (size_t)T;
+    for (int t = 0; t < T; t++) {
+      inputs[b * T + t] = w[t];
+      targets[b * T + t] = w[t + 1];
+    }
+  }
+}
+
+int fsdp_eval_main(int argc, char **argv) {
+  comm_init(&argc, &argv);
+  struct train_options o;
+  if (train_options_parse(OPTIONS_EVAL, &o, argc, argv)) {
+    comm_finalize();
+    return 0;
+  }
+  struct comm_group *world = comm_world();
+  int rank = comm_rank(world), W = comm_size(world), B = o.batch_size, T = o.seq_len;
+  /* Every rank runs the same number of forwards: their all-gathers are collective. */
+  if (o.batches % W != 0)
+    fsdp_fatal("--batches %d is not divisible by the world size %d (each rank evaluates as many)", o.batches, W);
+  const char *too_large = o.family->batch_problem(&o.config, B, T);
+  if (too_large) fsdp_fatal("%s", too_large);
+  struct token_data data;
+  token_data_load(&data, o.data, o.data_format, o.config.vocab_size);
+  size_t windows = (size_t)o.batches * (size_t)B, needed = windows * (size_t)T + 1;
+  if (data.n_tokens < needed)
+    fsdp_fatal("--data %s: %zu tokens, but %d batches of %d windows of %d tokens need %zu", o.data, data.n_tokens,
+               o.batches, B, T, needed);
+
+  struct device *device = device_open(device_kind_parse(o.device), DEVICE_CPU);
+  struct fsdp_model fsdp;
+  fsdp_model_init(&fsdp, device, world, o.sharding, NULL, &o.mp);
+  void *model = o.family->create(&o.config, &fsdp, B, T, 0);
+  fsdp_model_wrap(&fsdp, &FSDP_WRAP_DEFAULT);
+  model_source_load(&o, &fsdp);
+
+  int *inputs = fsdp_xcalloc((size_t)B * T, sizeof(int)), *targets = fsdp_xcalloc((size_t)B * T, sizeof(int));
+  int per_rank = o.batches / W;
+  double sum = 0.0;
+  for (int j = 0; j < per_rank; j++) {
+    load_windows(&data, (size_t)(rank * per_rank + j) * (size_t)B, B, T, inputs, targets);
+    sum += o.family->forward(model, inputs, targets);
+    o.family->release_activations(model);
+    fsdp_model_reshard_all(&fsdp);
+  }
+  /* Every batch has B T tokens: the mean of the ranks' means is the mean over all of them. */
+  double loss = fsdp_model_mean_across_ranks(&fsdp, sum / per_rank);
+  if (rank == 0) {
+    printf("{\"loss\": %.9g, \"windows\": %zu, \"tokens\": %zu}\n", loss, windows, windows * (size_t)T);
+    fflush(stdout);
+  }
+
+  free(inputs);
+  free(targets);
+  o.family->free(model);
+  fsdp_model_free(&fsdp);
+  device_close(device);
+  token_data_free(&data);
+  comm_finalize();
+  return 0;
+}

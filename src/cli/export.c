@@ -1,0 +1,49 @@
+/* `fsdp export`: a model's parameters as Hugging Face safetensors and config.json. */
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fsdp/comm.h"
+#include "fsdp/device.h"
+#include "fsdp/error.h"
+#include "fsdp/hf.h"
+#include "fsdp/log.h"
+#include "model_source.h"
+
+/* The folder, made if missing (its parent must exist). */
+static void make_output_folder(const char *dir) {
+  struct stat st;
+  if (stat(dir, &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) fsdp_fatal("--output: '%s' exists and is not a folder", dir);
+  } else if (mkdir(dir, 0755) != 0) {
+    fsdp_fatal("--output: cannot make the folder '%s': %s", dir, strerror(errno));
+  }
+}
+
+int fsdp_export_main(int argc, char **argv) {
+  comm_init(&argc, &argv);
+  struct train_options o;
+  if (train_options_parse(OPTIONS_EXPORT, &o, argc, argv)) {
+    comm_finalize();
+    return 0;
+  }
+  struct comm_group *world = comm_world();
+  int rank = comm_rank(world);
+  if (rank == 0) make_output_folder(o.output);
+
+  struct device *device = device_open(device_kind_parse(o.device), DEVICE_CPU);
+  struct fsdp_model fsdp;
+  fsdp_model_init(&fsdp, device, world, o.sharding, NULL, NULL);
+  /* No batch runs: the smallest one the model can be declared for. */
+  void *model = o.family->create(&o.config, &fsdp, 1, 1, 0);
+  fsdp_model_wrap(&fsdp, &FSDP_WRAP_DEFAULT);
+  model_source_load(&o, &fsdp);
+  hf_export(&fsdp, o.family, &o.config, o.output, o.export_dtype, o.max_file_bytes, rank == 0);
+  fsdp_log_info("exported %zu parameters (%s) to %s", fsdp_model_numel(&fsdp), dtype_name(o.export_dtype), o.output);
+
+  o.family->free(model);
+  fsdp_model_free(&fsdp);
+  device_close(device);
+  comm_finalize();
+  return 0;
+}
