@@ -29,12 +29,23 @@ struct shaping_flag {
 };
 enum { MAX_SHAPING_FLAGS = 32 };
 
+/* The shortest decimal that reads back as v ("0.002", not "0.00200000009"). */
+static const char *float_text(char out[32], float v) {
+  for (int digits = 1; digits <= 9; digits++) {
+    snprintf(out, 32, "%.*g", digits, v);
+    if (strtof(out, NULL) == v) break;
+  }
+  return out;
+}
+
 static int shaping_flags(const struct trainer *t, struct shaping_flag *f) {
   const struct train_options *o = &t->opt;
   const struct model_config *c = &o->config;
   int n = 0;
 #define FLAG(name, model, ...) \
   (f[n].flag = name, f[n].of_model = model, snprintf(f[n].value, sizeof f[n].value, __VA_ARGS__), n++)
+#define FLOAT_FLAG(name, v) FLAG(name, 0, "%s", float_text(number, v))
+  char number[32];
   FLAG("--model", 1, "%s", o->model);
   FLAG("--n-layer", 1, "%d", c->n_layer);
   FLAG("--n-head", 1, "%d", c->n_head);
@@ -47,19 +58,20 @@ static int shaping_flags(const struct trainer *t, struct shaping_flag *f) {
   FLAG("--global-batch-size", 0, "%d", t->B * t->world_size * o->grad_accum);
   FLAG("--steps", 0, "%d", o->steps);
   FLAG("--seed", 0, "%llu", (unsigned long long)o->seed);
-  FLAG("--lr", 0, "%.9g", o->lr);
-  FLAG("--min-lr", 0, "%.9g", o->min_lr);
+  FLOAT_FLAG("--lr", o->lr);
+  FLOAT_FLAG("--min-lr", o->min_lr);
   FLAG("--warmup", 0, "%d", o->warmup);
-  FLAG("--weight-decay", 0, "%.9g", o->weight_decay);
-  FLAG("--grad-clip", 0, "%.9g", o->grad_clip);
-  FLAG("--beta1", 0, "%.9g", o->beta1);
-  FLAG("--beta2", 0, "%.9g", o->beta2);
-  FLAG("--eps", 0, "%.9g", o->eps);
+  FLOAT_FLAG("--weight-decay", o->weight_decay);
+  FLOAT_FLAG("--grad-clip", o->grad_clip);
+  FLOAT_FLAG("--beta1", o->beta1);
+  FLOAT_FLAG("--beta2", o->beta2);
+  FLOAT_FLAG("--eps", o->eps);
   FLAG("--param-dtype", 0, "%s", dtype_name(o->mp.param_dtype));
   FLAG("--reduce-dtype", 0, "%s", dtype_name(o->mp.reduce_dtype));
-  FLAG("--val-fraction", 0, "%.9g", o->val_fraction);
+  FLOAT_FLAG("--val-fraction", o->val_fraction);
   /* The file may move; its training tokens may not change. */
   FLAG("--data", 0, "%zu training tokens", t->train.n_tokens);
+#undef FLOAT_FLAG
 #undef FLAG
   FSDP_CHECK(n <= MAX_SHAPING_FLAGS);
   return n;
