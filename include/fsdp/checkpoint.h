@@ -47,10 +47,13 @@ struct ckpt_snapshot {
   size_t bytes;
 };
 
-/* Copies this rank's part into s and waits for the copies: under full and grad-op sharding
- * the elements it owns; under none, where every rank holds everything, the rank's W-th of
- * each parameter, so that W files still hold the model once. s is allocated on first use
- * and reused (zero it before the first call). */
+/* Lays out this rank's part and allocates its host buffer, every page touched, so that
+ * no save pays for first touches: under full and grad-op sharding the elements the rank
+ * owns; under none, where every rank holds everything, the rank's W-th of each
+ * parameter, so that W files still hold the model once. The buffer is host memory
+ * outside the device's accounting, as large as the rank's file. */
+void fsdp_checkpoint_snapshot_init(const struct fsdp_model *m, struct ckpt_snapshot *s);
+/* Copies this rank's part into s and waits for the copies. */
 void fsdp_checkpoint_snapshot(struct fsdp_model *m, struct ckpt_snapshot *s);
 void ckpt_snapshot_free(struct ckpt_snapshot *s);
 

@@ -96,6 +96,7 @@ int checkpointing_begin(struct checkpointing *c, struct trainer *t) {
   c->every = t->opt.checkpoint_every;
   c->keep = t->opt.keep_last;
   if (c->dir && t->rank == 0) ckpt_dir_create(c->dir);
+  if (c->dir) fsdp_checkpoint_snapshot_init(&t->fsdp, &c->snapshot);
   int done = t->opt.resume ? resume(c, t) : 0;
   /* What a killed run left half-written is never loaded; it goes now. */
   if (c->dir && t->rank == 0) ckpt_dir_prune(c->dir, 0);

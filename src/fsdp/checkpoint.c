@@ -67,7 +67,7 @@ static struct owned_range written_range(const struct fsdp_model *m, const struct
 }
 
 /* The pieces in unit and parameter order, empty ranges left out, packed one after another. */
-static void plan_pieces(const struct fsdp_model *m, struct ckpt_snapshot *s) {
+void fsdp_checkpoint_snapshot_init(const struct fsdp_model *m, struct ckpt_snapshot *s) {
   int n = 0;
   for (int i = 0; i < m->n_units; i++)
     for (int p = 0; p < m->units[i]->layout.n_params; p++) {
@@ -89,10 +89,11 @@ static void plan_pieces(const struct fsdp_model *m, struct ckpt_snapshot *s) {
       s->bytes += piece_bytes(r.end - r.begin);
     }
   s->data = fsdp_xmalloc(s->bytes);
+  memset(s->data, 0, s->bytes);
 }
 
 void fsdp_checkpoint_snapshot(struct fsdp_model *m, struct ckpt_snapshot *s) {
-  if (!s->pieces) plan_pieces(m, s);
+  FSDP_CHECK(s->pieces != NULL);
   struct stream *compute = m->streams.compute;
   int k = 0;
   for (int i = 0; i < m->n_units; i++) {
