@@ -7,10 +7,11 @@ cd "${1:?usage: layering_test.sh SOURCE_DIR}" || exit 2
 # The layer a public header belongs to.
 header_layer() {
   case $1 in
-    dtype.h | error.h | file_commit.h | log.h | output_file.h | rng.h | safetensors.h | tensor.h | timer.h | trace.h) echo core ;;
+    background_write.h | crc32c.h | dtype.h | durable_file.h | error.h | file_commit.h | log.h | output_file.h | rng.h \
+      | safetensors.h | tensor.h | timer.h | trace.h) echo core ;;
     device.h | memory.h | stream.h) echo device ;;
     comm.h) echo comm ;;
-    flat_param.h | unit.h | runtime.h) echo fsdp ;;
+    checkpoint.h | flat_param.h | unit.h | runtime.h) echo fsdp ;;
     nn.h) echo nn ;;
     decoder.h | gpt2.h | hf.h | llama.h | model.h) echo models ;;
     memviz.h) echo memviz ;;

@@ -52,6 +52,10 @@ struct train_options {
   const char *output;          /* export only: the folder written */
   enum dtype export_dtype;     /* export only: of the tensors written */
   uint64_t max_file_bytes;     /* export only: the size above which the safetensors are split */
+  const char *checkpoint_dir;  /* NULL: no checkpoints are written */
+  int checkpoint_every;        /* steps between checkpoints; 0: only after the last step */
+  int keep_last;               /* complete checkpoints kept; 0: all */
+  const char *resume;          /* NULL, "auto" (newest complete in checkpoint_dir) or a checkpoint directory */
 };
 
 /* train and plan take the same model, batch and sharding flags; plan adds
@@ -110,8 +114,9 @@ struct step_metrics {
   struct mem_stats mem;      /* this rank's, by category */
 };
 
-/* Opens the JSON-lines log for writing (NULL path: no log); a failure names the file. */
-FILE *metrics_open_log(const char *path);
+/* Opens the JSON-lines log for writing, or for appending (a resumed run); NULL path: no
+ * log. A failure names the file. */
+FILE *metrics_open_log(const char *path, int append);
 void metrics_report_step(FILE *log, const char *log_path, const struct step_metrics *m);
 /* One console line: current (or peak) bytes per category. */
 void metrics_print_memory(const char *when, const struct mem_stats *s, int peak);

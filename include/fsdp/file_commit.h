@@ -1,6 +1,6 @@
-/* Files written whole under a temporary name, then synced and renamed, so that a crash
- * leaves either the old file or the complete new one, never a part. Every failure ends
- * the job with a message naming the file. */
+/* Files streamed under a temporary name, then synced and renamed (durable_file.h's way),
+ * so that a crash leaves either the old file or the complete new one, never a part.
+ * Every failure ends the job with a message naming the file. */
 #ifndef FSDP_FILE_COMMIT_H
 #define FSDP_FILE_COMMIT_H
 

@@ -325,6 +325,11 @@ static void set_snapshot_steps(struct train_options *o, const char *flag, const 
   parse_step_range(flag, v, &o->snapshot_first, &o->snapshot_last);
 }
 
+SETTER(set_checkpoint_dir, checkpoint_dir, parse_path)
+SETTER(set_checkpoint_every, checkpoint_every, parse_nonnegative_int)
+SETTER(set_keep_last, keep_last, parse_nonnegative_int)
+SETTER(set_resume, resume, parse_path)
+
 /* ---- the table ---- */
 
 enum {
@@ -362,7 +367,8 @@ struct flag {
 static const char PLAN_ONLY[] = "plan", MODEL[] = "model", OVERLAP[] = "overlap of communication with compute",
                   MEMORY[] = "memory", SCHEDULE[] = "batch and schedule",
                   OPTIMIZER[] = "optimizer (AdamW; the learning rate warms up to --lr, then decays to --min-lr)",
-                  DATA[] = "data", OUTPUT[] = "output", EVAL_ONLY[] = "evaluation", EXPORT_ONLY[] = "export";
+                  DATA[] = "data", OUTPUT[] = "output", EVAL_ONLY[] = "evaluation", EXPORT_ONLY[] = "export",
+                  CHECKPOINTS[] = "checkpoints (docs/architecture.md)";
 #define STEP_RANGE_DEFAULT SPELL(DEFAULT_FIRST_STEP) ":" SPELL(DEFAULT_LAST_STEP) ", or the last step if fewer"
 
 static const struct flag FLAGS[] = {
@@ -470,6 +476,16 @@ static const struct flag FLAGS[] = {
      "every allocation and free of --snapshot-steps, for fsdp memviz"},
     {OUTPUT, "--snapshot-steps", BOTH, "A:B", NOTE(STEP_RANGE_DEFAULT), set_snapshot_steps,
      "the steps the snapshot covers"},
+
+    {CHECKPOINTS, "--checkpoint-dir", TRAIN, "DIR", NOTE("none"), set_checkpoint_dir,
+     "write sharded checkpoints to DIR/step-NNNNNNNN/ (one file per rank and metadata.json), in the background"},
+    {CHECKPOINTS, "--checkpoint-every", TRAIN, "N", DEFAULT("0"), set_checkpoint_every,
+     "write one every N steps and after the last step; 0: after the last step only"},
+    {CHECKPOINTS, "--keep-last", TRAIN, "K", DEFAULT("0"), set_keep_last,
+     "keep the newest K complete checkpoints, removing older ones; 0: keep all"},
+    {CHECKPOINTS, "--resume", TRAIN, "auto|DIR", NOTE("none"), set_resume,
+     "continue from a checkpoint directory, or (auto) from the newest complete one in --checkpoint-dir, "
+     "starting fresh when there is none; the flags that shape training must be the checkpoint's"},
 };
 enum { N_FLAGS = sizeof FLAGS / sizeof FLAGS[0] };
 
@@ -614,6 +630,10 @@ static void resolve_and_check(struct train_options *o) {
   if (o->loss_scale > 0.0f && o->mp.param_dtype != DTYPE_F16)
     fsdp_fatal("--loss-scale: only for --param-dtype fp16 (bf16 and fp32 need no loss scaling)");
   if (o->mp.param_dtype == DTYPE_F16 && o->loss_scale == 0.0f) o->loss_scale = DEFAULT_LOSS_SCALE;
+  if (!o->checkpoint_dir && o->checkpoint_every) fsdp_fatal("--checkpoint-every: needs --checkpoint-dir");
+  if (!o->checkpoint_dir && o->keep_last) fsdp_fatal("--keep-last: needs --checkpoint-dir");
+  if (o->resume && strcmp(o->resume, "auto") == 0 && !o->checkpoint_dir)
+    fsdp_fatal("--resume auto: needs --checkpoint-dir, where it looks for the newest checkpoint");
 }
 
 int train_options_batch_per_rank(const struct train_options *o, int world_size) {

@@ -10,9 +10,9 @@
 
 static double mib(size_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
 
-FILE *metrics_open_log(const char *path) {
+FILE *metrics_open_log(const char *path, int append) {
   if (!path) return NULL;
-  FILE *f = fopen(path, "w");
+  FILE *f = fopen(path, append ? "a" : "w");
   if (!f) fsdp_fatal("--log: cannot open '%s' for writing: %s", path, strerror(errno));
   return f;
 }

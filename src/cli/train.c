@@ -10,6 +10,7 @@
 #include "fsdp/log.h"
 #include "fsdp/timer.h"
 #include "fsdp/trace.h"
+#include "checkpoint.h"
 #include "model_source.h"
 #include "trainer.h"
 
@@ -217,8 +218,10 @@ int fsdp_train_main(int argc, char **argv) {
   struct device *device = device_open(device_kind_parse(o.device), DEVICE_CPU);
   struct trainer t;
   trainer_setup(&t, &o, device, comm_world(), 0);
-  t.log = rank == 0 ? metrics_open_log(o.log_path) : NULL;
-  for (int step = 1; step <= t.opt.steps; step++) {
+  struct checkpointing checkpoints;
+  int done = checkpointing_begin(&checkpoints, &t);
+  t.log = rank == 0 ? metrics_open_log(o.log_path, done > 0) : NULL;
+  for (int step = done + 1; step <= t.opt.steps; step++) {
     struct step_metrics m;
     if (t.opt.trace_path && step == t.opt.trace_first) start_trace(&t);
     if (t.opt.snapshot_path && step == t.opt.snapshot_first) mem_snapshot_start(device);
@@ -227,8 +230,10 @@ int fsdp_train_main(int argc, char **argv) {
     if (t.opt.trace_path && step == t.opt.trace_last) finish_trace(&t);
     if (t.opt.snapshot_path && step == t.opt.snapshot_last) finish_snapshot(&t);
     metrics_report_step(t.log, t.opt.log_path, &m);
-    if (step == 1) metrics_print_memory("in the first step", &m.mem, 1);
+    if (step == done + 1) metrics_print_memory("in the first step", &m.mem, 1);
+    checkpointing_after_step(&checkpoints, &t, step);
   }
+  checkpointing_end(&checkpoints, &t);
   trainer_teardown(&t);
   device_close(device);
   comm_finalize();

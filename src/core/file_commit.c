@@ -2,12 +2,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "fsdp/durable_file.h"
 #include "fsdp/error.h"
 
 char *file_commit_temp_path(const char *path) {
@@ -34,18 +34,6 @@ void file_commit_write(int fd, const char *path, const void *data, size_t n) {
   }
 }
 
-/* The rename itself is durable only once the folder holding the file is synced. */
-static void sync_folder(const char *path) {
-  char *copy = strdup(path);
-  if (!copy) fsdp_fatal("out of memory");
-  int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
-  if (fd >= 0) {
-    fsync(fd);
-    close(fd);
-  }
-  free(copy);
-}
-
 void file_commit_finish(int fd, const char *tmp, const char *path) {
   if (fsync(fd) != 0) fsdp_fatal("%s: cannot sync: %s", tmp, strerror(errno));
   if (close(fd) != 0) fsdp_fatal("%s: cannot close: %s", tmp, strerror(errno));
@@ -54,13 +42,12 @@ void file_commit_finish(int fd, const char *tmp, const char *path) {
     remove(tmp);
     fsdp_fatal("%s: cannot rename '%s' to it: %s", path, tmp, strerror(saved));
   }
-  sync_folder(path);
+  char why[512];
+  if (durable_sync_parent(path, why, sizeof why) != 0) fsdp_fatal("%s", why);
 }
 
 void file_commit_whole(const char *path, const void *data, size_t n) {
-  char *tmp = file_commit_temp_path(path);
-  int fd = file_commit_create(tmp);
-  file_commit_write(fd, tmp, data, n);
-  file_commit_finish(fd, tmp, path);
-  free(tmp);
+  char why[512];
+  uint32_t crc;
+  if (durable_write(path, data, n, &crc, why, sizeof why) != 0) fsdp_fatal("%s", why);
 }

@@ -1,0 +1,94 @@
+/* Private to src/cli: sharded checkpoints of a training run (docs/architecture.md,
+ * "Checkpoints"): where they live (checkpoint_dir.c), what their metadata says
+ * (checkpoint_meta.c), and when they are written and read (checkpointing.c). */
+#ifndef FSDP_CLI_CHECKPOINT_H
+#define FSDP_CLI_CHECKPOINT_H
+
+#include <stdint.h>
+
+#include "fsdp/checkpoint.h"
+#include "trainer.h"
+
+/* ---- checkpoint_dir.c: DIR/step-NNNNNNNN/{rank-RRRRR.bin, metadata.json} ---- */
+
+enum { CKPT_PATH_MAX = 4096 };
+struct ckpt_path {
+  char s[CKPT_PATH_MAX];
+};
+
+extern const char CKPT_METADATA[]; /* "metadata.json" */
+
+/* dir/name; a path too long ends the job naming --checkpoint-dir. */
+struct ckpt_path ckpt_path_join(const char *dir, const char *name);
+struct ckpt_path ckpt_step_dir(const char *dir, int step);
+/* rank-RRRRR.bin */
+struct ckpt_path ckpt_rank_file(int rank);
+/* A checkpoint is complete once its metadata is there: it is written last, after every
+ * rank's file is durable. */
+int ckpt_is_complete(const char *step_dir);
+/* Creates dir if it is not there (one rank, before training). */
+void ckpt_dir_create(const char *dir);
+/* The steps of dir's checkpoints, ascending (complete ones only, or all); *steps is malloc'd. */
+int ckpt_dir_steps(const char *dir, int complete_only, int **steps);
+/* Removes a checkpoint's directory, its metadata first: a crash midway leaves an
+ * incomplete checkpoint, never a complete one with a file missing. */
+void ckpt_remove(const char *step_dir);
+/* Removes the incomplete checkpoints, and the complete ones but the newest keep (0: all kept). */
+void ckpt_dir_prune(const char *dir, int keep);
+
+/* ---- checkpoint_meta.c: metadata.json ---- */
+
+/* What a checkpoint holds besides the shards. The batches and the learning rate are pure
+ * functions of (seed, step), so the step is the data loader's and the schedule's position. */
+struct train_state {
+  int step; /* steps done */
+  int optimizer_steps;
+  float loss_scale; /* fp16's dynamic scale; 0: off */
+  int good_steps;
+};
+
+/* A rank's file: its name in the checkpoint directory (or, read back, its path), size,
+ * pieces and CRC-32C. */
+struct ckpt_file_meta {
+  struct ckpt_file file;
+  uint32_t crc32c;
+};
+
+/* The metadata of a checkpoint of t in state s made of files, as JSON text (malloc'd). */
+char *ckpt_meta_json(const struct trainer *t, const struct train_state *s, const struct ckpt_file_meta *files,
+                     int n_files);
+
+struct ckpt_meta {
+  struct ckpt_path path; /* of metadata.json */
+  struct train_state state;
+  int n_files;
+  struct ckpt_file_meta *files; /* paths are the files' full paths */
+};
+/* Reads step_dir's metadata and checks it against this run: the model's tensors and the
+ * flags that shape training. Any problem ends the job with a message naming the file or
+ * the flag. */
+void ckpt_meta_read(const char *step_dir, const struct trainer *t, struct ckpt_meta *out);
+void ckpt_meta_free(struct ckpt_meta *m);
+
+/* ---- checkpointing.c: the run's checkpoints ---- */
+
+struct background_write;
+struct checkpointing {
+  const char *dir; /* NULL: none written */
+  int every, keep;
+  struct ckpt_snapshot snapshot;   /* this rank's part of the checkpoint being written */
+  struct background_write *writer; /* writing it, or NULL */
+  struct train_state pending;      /* of the checkpoint being written */
+  double write_began_ms;
+};
+
+/* Before the first step: creates --checkpoint-dir, and loads the checkpoint --resume
+ * names into t. Returns the steps already done (0 when starting fresh). Collective. */
+int checkpointing_begin(struct checkpointing *c, struct trainer *t);
+/* After each step: completes the checkpoint being written once every rank's file is
+ * durable, and starts one when step is due. Collective. */
+void checkpointing_after_step(struct checkpointing *c, struct trainer *t, int step);
+/* After the last step: waits for the checkpoint being written and completes it. Collective. */
+void checkpointing_end(struct checkpointing *c, struct trainer *t);
+
+#endif

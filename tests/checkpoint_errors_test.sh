@@ -1,0 +1,113 @@
+#!/bin/sh
+# A damaged or mismatched checkpoint is refused with a message naming the file (or the
+# flag) and a non-zero exit, never loaded: a truncated shard file, a flipped byte, a
+# missing file, no metadata (an interrupted write), bad metadata, another model, a flag
+# that shapes training changed. --resume auto skips and removes incomplete checkpoints,
+# starts fresh (saying so) where there is none, and --keep-last keeps the newest.
+# Usage: checkpoint_errors_test.sh path/to/fsdp PYTHON SOURCE_DIR MPIRUN...
+. "$(dirname "$0")/train_test_setup.sh"
+MPIRUN="$*"
+set +e
+failed=0
+
+run() {  # run ARGS...: fsdp train on 2 ranks; output in $tmp/out.txt, status in $rc
+  timeout 120 $MPIRUN -np 2 "$FSDP" train --model gpt2-tiny --n-layer 2 --n-embd 64 --n-head 2 --seq-len 32 \
+    --global-batch-size 4 --steps 6 --lr 2e-3 --warmup 1 --data "$tmp/corpus.txt" "$@" > "$tmp/out.txt" 2>&1
+  rc=$?
+}
+
+fail() {
+  echo "FAIL $*"
+  sed -n 1,15p "$tmp/out.txt"
+  failed=$((failed + 1))
+}
+
+# expect_error NAME TEXT ARGS...: the run fails and says "fsdp: error: ...TEXT".
+expect_error() {
+  name=$1 want=$2
+  shift 2
+  run "$@"
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep "fsdp: error:" "$tmp/out.txt" | grep -qF -- "$want"; then
+    echo "ok   $name"
+  else
+    fail "$name: exit $rc, expected 'fsdp: error: ...$want'"
+  fi
+}
+
+# fresh NAME: a copy of the good checkpoint at step 4, to damage.
+fresh() {
+  rm -rf "$tmp/$1"
+  cp -r "$tmp/good" "$tmp/$1"
+  echo "$tmp/$1/step-00000004"
+}
+
+run --checkpoint-dir "$tmp/good" --checkpoint-every 2
+[ "$rc" -eq 0 ] || fail "the run writing the checkpoints: exit $rc"
+ls "$tmp/good"
+
+c=$(fresh truncated)
+truncate -s 1000 "$c/rank-00001.bin"
+expect_error truncated "checkpoint file '$c/rank-00001.bin' is truncated: 1000 bytes" --resume "$c"
+
+c=$(fresh flipped)
+printf '\125' | dd of="$c/rank-00000.bin" bs=1 seek=3000 conv=notrunc 2>/dev/null
+expect_error flipped-byte "checkpoint file '$c/rank-00000.bin' is corrupt: its CRC-32C is" --resume "$c"
+
+c=$(fresh missing)
+rm "$c/rank-00001.bin"
+expect_error missing-file "cannot open '$c/rank-00001.bin': No such file" --resume "$c"
+
+c=$(fresh incomplete)
+rm "$c/metadata.json"
+expect_error no-metadata "checkpoint '$c' is incomplete: it has no metadata.json" --resume "$c"
+
+c=$(fresh bad-json)
+printf '{"format": ' > "$c/metadata.json"
+expect_error bad-metadata "checkpoint metadata '$c/metadata.json' is not a JSON object" --resume "$c"
+
+c=$(fresh escape)
+sed -i 's/"rank-00000.bin"/"..\/..\/good\/step-00000002\/rank-00000.bin"/' "$c/metadata.json"
+expect_error file-outside "checkpoint metadata '$c/metadata.json': '../../good/step-00000002/rank-00000.bin' is not a file name" --resume "$c"
+
+expect_error no-such-dir "checkpoint '$tmp/good/step-00000003': no such directory" --resume "$tmp/good/step-00000003"
+expect_error other-model "checkpoint '$tmp/good/step-00000004/metadata.json' is of another model: --n-embd 64 there, 32 here" \
+  --resume "$tmp/good/step-00000004" --n-embd 32
+expect_error other-preset "is of another model: --model gpt2-tiny there, llama3-debug here" \
+  --resume "$tmp/good/step-00000004" --model llama3-debug --n-layer 2 --n-embd 64 --n-head 2 --n-kv-head 2 \
+  --ffn-hidden 64 --vocab-size 256
+expect_error changed-lr "--lr: 0.001 here, but the checkpoint '$tmp/good/step-00000004/metadata.json' was trained with 0.002" \
+  --resume "$tmp/good/step-00000004" --lr 1e-3
+expect_error changed-steps "--steps: 8 here" --resume "$tmp/good/step-00000004" --steps 8
+expect_error auto-without-dir "--resume auto: needs --checkpoint-dir" --resume auto
+expect_error every-without-dir "--checkpoint-every: needs --checkpoint-dir" --checkpoint-every 2
+
+# What a job killed while writing leaves: a step directory with no metadata (here a
+# half-written rank file too). auto resumes from the newest complete one and removes it.
+c=$(fresh auto)
+rm -r "$tmp/auto/step-00000006"
+mkdir "$tmp/auto/step-00000005"
+head -c 100 "$c/rank-00000.bin" > "$tmp/auto/step-00000005/rank-00000.bin.tmp"
+run --checkpoint-dir "$tmp/auto" --resume auto --keep-last 2 --log "$tmp/auto.jsonl"
+if [ "$rc" -ne 0 ] || ! grep -q "resume: from '$tmp/auto/step-00000004' at step 4" "$tmp/out.txt"; then
+  fail "auto: exit $rc, expected a resume from step 4"
+elif [ -e "$tmp/auto/step-00000005" ]; then
+  fail "auto: the incomplete step-00000005 was not removed"
+elif [ "$(ls "$tmp/auto" | tr '\n' ' ')" != "step-00000004 step-00000006 " ]; then
+  fail "auto --keep-last 2: left $(ls "$tmp/auto" | tr '\n' ' ')"
+elif [ "$(wc -l < "$tmp/auto.jsonl")" -ne 2 ]; then
+  fail "auto: expected steps 5 and 6 logged"
+else
+  echo "ok   auto-skips-incomplete, keep-last"
+fi
+
+mkdir "$tmp/empty"
+run --checkpoint-dir "$tmp/empty" --resume auto
+if [ "$rc" -eq 0 ] && grep -q "resume: no complete checkpoint in '$tmp/empty': starting fresh" "$tmp/out.txt" &&
+  grep -q '^step     1/6' "$tmp/out.txt"; then
+  echo "ok   auto-starts-fresh"
+else
+  fail "auto-starts-fresh: exit $rc"
+fi
+
+echo "checkpoint_errors: $failed failed"
+[ "$failed" -eq 0 ]
