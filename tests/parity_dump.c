@@ -3,14 +3,24 @@
  * batches, the logits, loss and every gradient of the first batch, then the losses and
  * grad norms of 10 clipped AdamW steps. With a 16-bit PARAM_DTYPE the model gathers and
  * computes from parameters rounded to it. MODEL is one of tests/test_models.h's.
- * Usage: parity_dump OUT.bin MODEL [fp32|bf16|fp16] */
+ *
+ * With `train` and the flags of `fsdp train` instead, it writes what a PyTorch run of
+ * that training needs to start where `fsdp train` starts (tools/llama_train_torch.py):
+ * the config, the optimizer and schedule settings, the initial weights, and every step's
+ * global batch. It builds them with the code `fsdp train` uses (the option parser, the
+ * model's init from --seed, the token loader and sampler), so they are fsdp train's own,
+ * not a copy of its rules. One rank suffices: neither depends on the world size.
+ * Usage: parity_dump OUT.bin MODEL [fp32|bf16|fp16]
+ *        parity_dump OUT.bin train FLAGS... */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fsdp/cli.h"
 #include "fsdp/comm.h"
 #include "fsdp/device.h"
 #include "fsdp/dtype.h"
+#include "fsdp/error.h"
 #include "fsdp/rng.h"
 #include "tensor_file.h"
 #include "test_models.h"
@@ -32,22 +42,77 @@ static void write_unit(FILE *f, struct fsdp_unit *u, const char *prefix, const f
 }
 
 /* Every field of the config, in model_config's order, and the training's settings. */
-static void write_config(FILE *f, const struct model_config *c, int dtype) {
+static void write_config(FILE *f, const struct model_config *c, const struct adamw_config *adamw, float grad_clip,
+                         int dtype) {
   float config[] = {c->n_layer,      c->n_head,     c->n_kv_head,           c->n_embd,
                     c->vocab_size,   c->max_seq_len, c->ffn_hidden,         c->norm_eps,
                     c->rope_theta,   c->rope_factor, c->rope_low_freq_factor, c->rope_high_freq_factor,
                     c->rope_original_max_seq_len, c->tied};
-  float train[] = {ADAMW.lr, ADAMW.beta1, ADAMW.beta2, ADAMW.eps, ADAMW.weight_decay, GRAD_CLIP, (float)dtype};
+  float train[] = {adamw->lr, adamw->beta1, adamw->beta2, adamw->eps, adamw->weight_decay, grad_clip, (float)dtype};
   tensor_file_write(f, "config", config, 1, (int[]){sizeof config / sizeof config[0]});
   tensor_file_write(f, "train", train, 1, (int[]){sizeof train / sizeof train[0]});
 }
 
+static void write_weights(FILE *f, struct fsdp_model *m) {
+  for (int i = 0; i < m->n_units; i++) {
+    float *flat = malloc(m->units[i]->layout.numel * sizeof(float));
+    fsdp_unit_gather_params(m->units[i], flat);
+    write_unit(f, m->units[i], "", flat);
+    free(flat);
+  }
+}
+
+/* argv: "train" and fsdp train's flags. */
+static void dump_training(const char *path, int argc, char **argv) {
+  struct train_options o;
+  if (train_options_parse(OPTIONS_TRAIN, &o, argc, argv)) return;
+  if (o.mp.param_dtype != DTYPE_F32)
+    fsdp_fatal("parity_dump train: --param-dtype %s: the PyTorch reference trains in fp32 only",
+               dtype_name(o.mp.param_dtype));
+  /* Step s reads rows [0, G) of global batch s: rank r, micro-batch k of K its rows from (r K + k) B. */
+  int G = train_options_batch_per_rank(&o, 1) * o.grad_accum, T = o.seq_len;
+  struct fsdp_model m;
+  fsdp_model_init(&m, device_cpu(), comm_self(), SHARD_FULL, NULL, &o.mp);
+  void *model = o.family->create(&o.config, &m, 1, T, 0); /* no step runs: one row of activations */
+  fsdp_model_wrap(&m, &o.wrap);
+  fsdp_model_init_params(&m, o.seed);
+
+  FILE *out = tensor_file_create(path);
+  struct adamw_config adamw = {o.lr, o.beta1, o.beta2, o.eps, o.weight_decay};
+  write_config(out, &o.config, &adamw, o.grad_clip, o.mp.param_dtype);
+  float schedule[] = {o.min_lr, (float)o.warmup, (float)o.steps};
+  tensor_file_write(out, "schedule", schedule, 1, (int[]){3});
+  write_weights(out, &m);
+
+  struct token_data data;
+  struct token_split train, val;
+  token_data_load(&data, o.data, o.data_format, o.config.vocab_size);
+  token_data_split(&data, o.val_fraction, T, &train, &val);
+  size_t per_step = (size_t)G * (size_t)T;
+  int *inputs = malloc(o.steps * per_step * sizeof(int)), *targets = malloc(o.steps * per_step * sizeof(int));
+  for (int s = 0; s < o.steps; s++)
+    token_split_batch(&train, o.seed, (uint64_t)s, 0, G, T, inputs + s * per_step, targets + s * per_step);
+  tensor_file_write_ints(out, "inputs", inputs, 3, (int[]){o.steps, G, T});
+  tensor_file_write_ints(out, "targets", targets, 3, (int[]){o.steps, G, T});
+  tensor_file_close(out);
+  free(inputs);
+  free(targets);
+  token_data_free(&data);
+  o.family->free(model);
+  fsdp_model_free(&m);
+}
+
 int main(int argc, char **argv) {
   comm_init(&argc, &argv);
+  if (argc >= 3 && strcmp(argv[2], "train") == 0) {
+    dump_training(argv[1], argc - 2, argv + 2);
+    comm_finalize();
+    return 0;
+  }
   const struct test_model *tm = argc >= 3 ? test_model_find(argv[2]) : NULL;
   int dtype = argc == 4 ? dtype_parse(argv[3]) : DTYPE_F32;
   if (argc < 3 || argc > 4 || !tm || dtype < 0) {
-    fprintf(stderr, "usage: parity_dump OUT.bin MODEL [fp32|bf16|fp16]\n");
+    fprintf(stderr, "usage: parity_dump OUT.bin MODEL [fp32|bf16|fp16]\n       parity_dump OUT.bin train FLAGS...\n");
     return 2;
   }
   const struct model_config *config = &tm->config;
@@ -61,13 +126,8 @@ int main(int argc, char **argv) {
   d->keep_logits = 1;
   fsdp_model_init_params(&m, SEED);
 
-  write_config(out, config, dtype);
-  for (int i = 0; i < m.n_units; i++) {
-    float *flat = malloc(m.units[i]->layout.numel * sizeof(float));
-    fsdp_unit_gather_params(m.units[i], flat);
-    write_unit(out, m.units[i], "", flat);
-    free(flat);
-  }
+  write_config(out, config, &ADAMW, GRAD_CLIP, dtype);
+  write_weights(out, &m);
 
   int *inputs = malloc(STEPS * B * T * sizeof(int)), *targets = malloc(STEPS * B * T * sizeof(int));
   for (int i = 0; i < STEPS * B * T; i++) {
