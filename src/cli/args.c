@@ -317,6 +317,27 @@ SETTER(set_output, output, parse_path)
 SETTER(set_export_dtype, export_dtype, parse_reduce_dtype)
 SETTER(set_max_shard_size, max_file_bytes, parse_size)
 SETTER(set_trace, trace_path, parse_path)
+SETTER(set_prompt, prompt, parse_path)
+SETTER(set_max_new_tokens, max_new_tokens, parse_positive_int)
+SETTER(set_temperature, temperature, parse_nonnegative_float)
+SETTER(set_top_k, top_k, parse_nonnegative_int)
+SETTER(set_tokenizer, tokenizer, parse_path)
+/* "1,2,3": token ids, each checked against the vocabulary where the model is known. */
+static void set_prompt_tokens(struct train_options *o, const char *flag, const char *v) {
+  free(o->prompt_ids);
+  o->prompt_ids = fsdp_xcalloc(strlen(v) / 2 + 1, sizeof *o->prompt_ids);
+  o->n_prompt_ids = 0;
+  for (const char *p = v;; p++) {
+    size_t len = strcspn(p, ",");
+    char id[16];
+    if (len == 0 || len >= sizeof id) fsdp_fatal("%s: '%s' is not a comma-separated list of token ids", flag, v);
+    memcpy(id, p, len);
+    id[len] = '\0';
+    o->prompt_ids[o->n_prompt_ids++] = parse_nonnegative_int(flag, id);
+    p += len;
+    if (*p == '\0') break;
+  }
+}
 static void set_trace_steps(struct train_options *o, const char *flag, const char *v) {
   parse_step_range(flag, v, &o->trace_first, &o->trace_last);
 }
@@ -332,8 +353,9 @@ enum {
   PLAN = 1 << OPTIONS_PLAN,
   EVAL = 1 << OPTIONS_EVAL,
   EXPORT = 1 << OPTIONS_EXPORT,
+  SAMPLE = 1 << OPTIONS_SAMPLE,
   BOTH = TRAIN | PLAN,
-  MODELS = TRAIN | PLAN | EVAL | EXPORT /* every command that builds a model */
+  MODELS = TRAIN | PLAN | EVAL | EXPORT | SAMPLE /* every command that builds a model */
 };
 
 /* A value default goes through the flag's own function before the command line is
@@ -362,7 +384,8 @@ struct flag {
 static const char PLAN_ONLY[] = "plan", MODEL[] = "model", OVERLAP[] = "overlap of communication with compute",
                   MEMORY[] = "memory", SCHEDULE[] = "batch and schedule",
                   OPTIMIZER[] = "optimizer (AdamW; the learning rate warms up to --lr, then decays to --min-lr)",
-                  DATA[] = "data", OUTPUT[] = "output", EVAL_ONLY[] = "evaluation", EXPORT_ONLY[] = "export";
+                  DATA[] = "data", OUTPUT[] = "output", EVAL_ONLY[] = "evaluation", EXPORT_ONLY[] = "export",
+                  SAMPLE_ONLY[] = "sampling";
 #define STEP_RANGE_DEFAULT SPELL(DEFAULT_FIRST_STEP) ":" SPELL(DEFAULT_LAST_STEP) ", or the last step if fewer"
 
 static const struct flag FLAGS[] = {
@@ -390,7 +413,7 @@ static const struct flag FLAGS[] = {
      "full sharding: free a unit's gathered parameters after its forward; auto does so for all but the last unit "
      "of the forward, whose backward comes next"},
     {MODEL, "--device", MODELS, "cpu|cuda", DEFAULT("cpu"), set_device, "where the model computes"},
-    {MODEL, "--init-from", TRAIN | EVAL | EXPORT, "PATH", NOTE("a fresh initialisation from --seed"), set_init_from,
+    {MODEL, "--init-from", TRAIN | EVAL | EXPORT | SAMPLE, "PATH", NOTE("a fresh initialisation from --seed"), set_init_from,
      "parameters from Hugging Face safetensors: a .safetensors file, a model.safetensors.index.json, or a folder "
      "holding either; the config.json beside them sets the model, and a model flag given too must agree with it"},
 
@@ -462,6 +485,19 @@ static const struct flag FLAGS[] = {
      "above this many bytes, the tensors go into several files of at most this much (one larger tensor alone), "
      "and an index; BYTES, or with KB, MB, GB, KiB, MiB, GiB"},
 
+    {SAMPLE_ONLY, "--prompt", SAMPLE, "TEXT", NOTE("none"), set_prompt,
+     "the prompt as text, its bytes the tokens: for a byte-level model (vocab at most 256)"},
+    {SAMPLE_ONLY, "--prompt-tokens", SAMPLE, "ID,ID,...", NOTE("none"), set_prompt_tokens,
+     "the prompt as token ids (one of --prompt and --prompt-tokens is required)"},
+    {SAMPLE_ONLY, "--max-new-tokens", SAMPLE, "N", DEFAULT("64"), set_max_new_tokens,
+     "tokens to generate; fewer where the model's max_seq_len comes first"},
+    {SAMPLE_ONLY, "--temperature", SAMPLE, "X", DEFAULT("1"), set_temperature,
+     "divides the logits before the softmax; 0 is greedy (the largest logit, ties to the lowest id)"},
+    {SAMPLE_ONLY, "--top-k", SAMPLE, "K", DEFAULT("0"), set_top_k,
+     "draw among the K largest logits only (ties to the lower ids); 0 keeps them all"},
+    {SAMPLE_ONLY, "--tokenizer", SAMPLE, "FILE", NOTE("none: ids, or bytes for a byte-level model"), set_tokenizer,
+     "llm.c's GPT-2 tokenizer file (gpt2_tokenizer.bin), to print the tokens as text"},
+
     {OUTPUT, "--log", BOTH, "FILE", NOTE("none"), set_log, "metrics, one JSON object per step"},
     {OUTPUT, "--trace", BOTH, "FILE", NOTE("none"), set_trace,
      "Chrome trace JSON of --trace-steps (ui.perfetto.dev, chrome://tracing)"},
@@ -477,7 +513,7 @@ enum { N_FLAGS = sizeof FLAGS / sizeof FLAGS[0] };
 
 static const char *command_name(enum options_command command) {
   static const char *const NAMES[] = {[OPTIONS_TRAIN] = "train", [OPTIONS_PLAN] = "plan", [OPTIONS_EVAL] = "eval",
-                                      [OPTIONS_EXPORT] = "export"};
+                                      [OPTIONS_EXPORT] = "export", [OPTIONS_SAMPLE] = "sample"};
   return NAMES[command];
 }
 
@@ -706,6 +742,9 @@ static void print_usage(enum options_command command) {
            "training step and the bytes each rank sends and receives per step.\n");
   if (command == OPTIONS_EVAL)
     printf("\nPrints the mean cross-entropy over the windows as one JSON line, {\"loss\": ...}.\n");
+  if (command == OPTIONS_SAMPLE)
+    printf("\nGenerates from the prompt with a KV cache on one rank and prints the new tokens: as text for a\n"
+           "byte-level model or with --tokenizer, else their ids. --seed seeds the draws (and a fresh model).\n");
   if (command == OPTIONS_EXPORT)
     printf("\nWrites the model's parameters as Hugging Face safetensors, with transformers' names and\n"
            "layouts, and its config.json, for transformers' from_pretrained.\n");
