@@ -159,7 +159,8 @@ void decoder_decode_done(struct decoder *d, struct kv_cache *cache, int n);
   static void PREFIX##_family_cache_free(void *model, struct kv_cache *cache) {                                  \
     decoder_cache_free(model, cache);                                                                            \
   }                                                                                                              \
-  static void PREFIX##_family_decode(void *model, struct kv_cache *cache, const int *tokens, int n, float *logits) { \
+  static void PREFIX##_family_decode(void *model, struct kv_cache *cache, const int *tokens, int n,               \
+                                     float *logits) {                                                            \
     PREFIX##_decode(model, cache, tokens, n, logits);                                                            \
   }                                                                                                              \
   const struct model_family NAME = {family_name,           config_problem_fn,       batch_problem_fn,            \

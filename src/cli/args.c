@@ -413,7 +413,8 @@ static const struct flag FLAGS[] = {
      "full sharding: free a unit's gathered parameters after its forward; auto does so for all but the last unit "
      "of the forward, whose backward comes next"},
     {MODEL, "--device", MODELS, "cpu|cuda", DEFAULT("cpu"), set_device, "where the model computes"},
-    {MODEL, "--init-from", TRAIN | EVAL | EXPORT | SAMPLE, "PATH", NOTE("a fresh initialisation from --seed"), set_init_from,
+    {MODEL, "--init-from", TRAIN | EVAL | EXPORT | SAMPLE, "PATH", NOTE("a fresh initialisation from --seed"),
+     set_init_from,
      "parameters from Hugging Face safetensors: a .safetensors file, a model.safetensors.index.json, or a folder "
      "holding either; the config.json beside them sets the model, and a model flag given too must agree with it"},
 
@@ -451,7 +452,8 @@ static const struct flag FLAGS[] = {
     {SCHEDULE, "--global-batch-size", BOTH, "G", NOTE("unset"), set_global_batch_size,
      "sequences per step over all ranks and micro-batches: B = G / (W K)"},
     {SCHEDULE, "--steps", BOTH, "N", DEFAULT("50"), set_steps, "optimizer steps"},
-    {SCHEDULE, "--seed", MODELS, "N", DEFAULT("1337"), set_seed, "seed of the initial weights and of the batches"},
+    {SCHEDULE, "--seed", MODELS & ~SAMPLE, "N", DEFAULT("1337"), set_seed,
+     "seed of the initial weights and of the batches"},
 
     {OPTIMIZER, "--lr", BOTH, "X", DEFAULT("6e-4"), set_lr, "peak learning rate"},
     {OPTIMIZER, "--min-lr", BOTH, "X", NOTE("--lr / " SPELL(MIN_LR_DIVISOR)), set_min_lr,
@@ -489,6 +491,8 @@ static const struct flag FLAGS[] = {
      "the prompt as text, its bytes the tokens: for a byte-level model (vocab at most 256)"},
     {SAMPLE_ONLY, "--prompt-tokens", SAMPLE, "ID,ID,...", NOTE("none"), set_prompt_tokens,
      "the prompt as token ids (one of --prompt and --prompt-tokens is required)"},
+    {SAMPLE_ONLY, "--seed", SAMPLE, "N", DEFAULT("1337"), set_seed,
+     "seed of the draws (the same seed, the same tokens), and of a fresh model's weights"},
     {SAMPLE_ONLY, "--max-new-tokens", SAMPLE, "N", DEFAULT("64"), set_max_new_tokens,
      "tokens to generate; fewer where the model's max_seq_len comes first"},
     {SAMPLE_ONLY, "--temperature", SAMPLE, "X", DEFAULT("1"), set_temperature,
@@ -744,7 +748,7 @@ static void print_usage(enum options_command command) {
     printf("\nPrints the mean cross-entropy over the windows as one JSON line, {\"loss\": ...}.\n");
   if (command == OPTIONS_SAMPLE)
     printf("\nGenerates from the prompt with a KV cache on one rank and prints the new tokens: as text for a\n"
-           "byte-level model or with --tokenizer, else their ids. --seed seeds the draws (and a fresh model).\n");
+           "byte-level model or with --tokenizer, else their ids.\n");
   if (command == OPTIONS_EXPORT)
     printf("\nWrites the model's parameters as Hugging Face safetensors, with transformers' names and\n"
            "layouts, and its config.json, for transformers' from_pretrained.\n");

@@ -10,7 +10,9 @@ struct step {
   void *x, *ln, *mean, *rstd, *q, *atty, *proj, *fch, *fch_gelu;
 };
 
-static struct tensor rows(const struct step *s, void *data, size_t cols) { return decoder_rows(s->d, data, s->n, cols); }
+static struct tensor rows(const struct step *s, void *data, size_t cols) {
+  return decoder_rows(s->d, data, s->n, cols);
+}
 static struct tensor stats(const struct step *s, void *data) { return tensor_1d(data, s->d->dtype, (size_t)s->n); }
 
 /* x -> x + proj(attention(q, cache k, cache v)), q k v = ln1(x) Wqkv + b (k and v of the new
