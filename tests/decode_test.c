@@ -1,7 +1,8 @@
 /* KV-cache decoding equals the full forward: for each of tests/test_models.h's models
  * (GPT-2, Llama 3 with GQA, MHA and a tied head), the logits of every position the
  * cached path computes (a prefill of 5 tokens, a step of 3, then one token at a time up
- * to max_seq_len) match the training forward's logits of the same sequence within 1e-5. */
+ * to max_seq_len) match the training forward's logits of the same sequence within 1e-5,
+ * with each module a unit (the hooks around every module) and with one unit for all. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,13 +26,13 @@ static double compare_last(const float *cached, const float *full, int position,
   return worst;
 }
 
-static int check_model(const struct test_model *tm) {
+static int check_model(const struct test_model *tm, const struct fsdp_wrap_policy *wrap, const char *wrap_name) {
   int V = tm->config.vocab_size;
   struct fsdp_model m;
   struct fsdp_mixed_precision mp = {.param_dtype = DTYPE_F32, .reduce_dtype = DTYPE_F32};
   fsdp_model_init(&m, device_cpu(), comm_self(), SHARD_FULL, NULL, &mp);
   void *model = tm->family->create(&tm->config, &m, 1, T, 0);
-  fsdp_model_wrap(&m, &FSDP_WRAP_DEFAULT);
+  fsdp_model_wrap(&m, wrap);
   fsdp_model_init_params(&m, SEED);
   struct decoder *d = model; /* every family's struct starts with its decoder */
   d->keep_logits = 1;
@@ -56,8 +57,8 @@ static int check_model(const struct test_model *tm) {
     worst = e > worst ? e : worst;
   }
   int ok = worst <= TOLERANCE && cache->len == T;
-  printf("%-12s cached vs full forward over %d positions: max abs err %.3g, %s\n", tm->name, T, worst,
-         ok ? "ok" : "FAIL");
+  printf("%-12s wrap %-5s cached vs full forward over %d positions: max abs err %.3g, %s\n", tm->name, wrap_name,
+         T, worst, ok ? "ok" : "FAIL");
   tm->family->cache_free(model, cache);
   free(full);
   free(cached);
@@ -69,7 +70,11 @@ static int check_model(const struct test_model *tm) {
 int main(int argc, char **argv) {
   comm_init(&argc, &argv);
   int ok = 1;
-  for (size_t i = 0; i < sizeof TEST_MODELS / sizeof TEST_MODELS[0]; i++) ok &= check_model(&TEST_MODELS[i]);
+  const struct fsdp_wrap_policy one_unit = {WRAP_NONE, 0, RESHARD_AUTO};
+  for (size_t i = 0; i < sizeof TEST_MODELS / sizeof TEST_MODELS[0]; i++) {
+    ok &= check_model(&TEST_MODELS[i], &FSDP_WRAP_DEFAULT, "block");
+    ok &= check_model(&TEST_MODELS[i], &one_unit, "none");
+  }
   comm_finalize();
   return ok ? 0 : 1;
 }
