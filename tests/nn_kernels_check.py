@@ -246,6 +246,21 @@ def check_gqa_attention(c, kernel):
     c.compare(kernel, results)
 
 
+def check_cached_attention(c, kernel):
+    """The rows of the last n positions of causal attention over all L."""
+    r = c.group(kernel)
+    q, k, v = r["q"], r["k"], r["v"]
+    n, NH, hd = q.shape
+    L, NKV = k.shape[0], k.shape[1]
+    kh, vh = (t.transpose(0, 1).repeat_interleave(NH // NKV, dim=0) for t in (k, v))
+    scores = q.transpose(0, 1) @ kh.transpose(-2, -1) / math.sqrt(hd)
+    positions = torch.arange(L - n, L).unsqueeze(1)
+    mask = torch.arange(L).unsqueeze(0) <= positions
+    att = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+    out = (att @ vh).transpose(0, 1).reshape(n, NH * hd)
+    c.compare(kernel, [("out", r["out"], out)])
+
+
 def check_init_trunc_normal(c):
     """Bounds, the first draw kept where it is in bounds, and the truncated normal's
     standard deviation, std * sqrt(1 - 2 b phi(b) / (2 Phi(b) - 1)) for bounds at b std."""
@@ -300,6 +315,9 @@ def main():
         lambda: check_gqa_attention(c, "gqa_attention_mha"),
         lambda: check_gqa_attention(c, "gqa_attention_long"),
         lambda: check_gqa_attention(c, "gqa_attention_nodq"),
+        lambda: check_cached_attention(c, "cached_attention_step"),
+        lambda: check_cached_attention(c, "cached_attention_chunk"),
+        lambda: check_cached_attention(c, "cached_attention_prefill"),
         lambda: check_init_trunc_normal(c),
     ]
     for check in checks:

@@ -22,6 +22,9 @@ static struct nn_ctx cpu;
 
 static struct tensor f1(float *x, int n) { return tensor_1d(x, DTYPE_F32, (size_t)n); }
 static struct tensor f2(float *x, int rows, int cols) { return tensor_2d(x, DTYPE_F32, (size_t)rows, (size_t)cols); }
+static struct tensor f3(float *x, int d0, int d1, int d2) {
+  return (struct tensor){x, DTYPE_F32, 3, {(size_t)d0, (size_t)d1, (size_t)d2}};
+}
 static struct tensor i2(int *x, int rows, int cols) { return tensor_2d(x, DTYPE_I32, (size_t)rows, (size_t)cols); }
 
 /* n normal values times scale plus shift, each tensor from its own Philox stream. */
@@ -304,6 +307,19 @@ static void test_gqa_attention(const char *kernel, int B, int T, int NH, int NKV
   free(q), free(k), free(v), free(out), free(att), free(dout), free(dq0), free(dk0), free(dv0);
   free(dq), free(dk), free(dv);
 }
+/* n new queries against a cache of L positions (the new ones last). */
+static void test_cached_attention(const char *kernel, int n, int L, int NH, int NKV, int hd) {
+  char name[64];
+  size_t nq = (size_t)n * NH * hd, nkv = (size_t)L * NKV * hd;
+  float *q = randn(nq, 1.0f, 0.0f), *k = randn(nkv, 1.0f, 0.0f), *v = randn(nkv, 1.0f, 0.0f);
+  float *out = randn(nq, 1.0f, 0.0f);
+  nn_cached_attention_forward(&cpu, f2(out, n, NH * hd), f3(q, n, NH, hd), f3(k, L, NKV, hd), f3(v, L, NKV, hd));
+  W(q, DIMS(n, NH, hd));
+  W(k, DIMS(L, NKV, hd));
+  W(v, DIMS(L, NKV, hd));
+  W(out, DIMS(n, NH * hd));
+  free(q), free(k), free(v), free(out);
+}
 /* The truncated normal beside the plain one from the same counters: where the plain
  * value is in bounds the two are equal, elsewhere the truncated one was redrawn. */
 static void test_init_trunc_normal(size_t n, float std, float bound) {
@@ -352,6 +368,9 @@ int main(int argc, char **argv) {
   test_gqa_attention("gqa_attention_mha", B, T, NH, NH, 4, 1);
   test_gqa_attention("gqa_attention_long", 3, 37, 8, 2, 7, 1);
   test_gqa_attention("gqa_attention_nodq", B, T, 6, 3, 5, 0);
+  test_cached_attention("cached_attention_step", 1, 9, 6, 2, 5);
+  test_cached_attention("cached_attention_chunk", 4, 13, 6, 3, 4);
+  test_cached_attention("cached_attention_prefill", 7, 7, 4, 4, 8);
   /* Bounds of 2 std: one value in 22 is redrawn. */
   test_init_trunc_normal(20000, 0.5f, 1.0f);
   tensor_file_close(out_file);

@@ -48,6 +48,7 @@ struct train_options {
   const char *format;          /* plan only: text or json */
   const char *device;          /* cpu or cuda: where the model computes */
   const char *init_from;       /* Hugging Face safetensors the parameters start from, or NULL */
+  const char *checkpoint;      /* eval, export, sample: a training checkpoint's directory, or NULL */
   int batches;                 /* eval only: batches of batch_size windows */
   const char *output;          /* export only: the folder written */
   enum dtype export_dtype;     /* export only: of the tensors written */
@@ -56,12 +57,20 @@ struct train_options {
   int checkpoint_every;        /* steps between checkpoints; 0: only after the last step */
   int keep_last;               /* complete checkpoints kept; 0: all */
   const char *resume;          /* NULL, "auto" (newest complete in checkpoint_dir) or a checkpoint directory */
+  const char *prompt;          /* sample only: text, its bytes the tokens (a byte-level model) */
+  int *prompt_ids;             /* sample only: --prompt-tokens, n_prompt_ids of them (owned) */
+  int n_prompt_ids;
+  int max_new_tokens;          /* sample only */
+  float temperature;           /* sample only: 0 is greedy */
+  int top_k;                   /* sample only: 0 keeps every token */
+  const char *tokenizer;       /* sample only: llm.c's GPT-2 tokenizer file, or NULL */
 };
 
 /* train and plan take the same model, batch and sharding flags; plan adds
- * --world-size and --format and needs no --data. eval and export take the model flags
- * and --init-from; eval the data and batch flags and --batches, export --output. */
-enum options_command { OPTIONS_TRAIN, OPTIONS_PLAN, OPTIONS_EVAL, OPTIONS_EXPORT };
+ * --world-size and --format and needs no --data. eval, export and sample take the model
+ * flags and --init-from; eval the data and batch flags and --batches, export --output,
+ * sample the prompt and the sampling flags. */
+enum options_command { OPTIONS_TRAIN, OPTIONS_PLAN, OPTIONS_EVAL, OPTIONS_EXPORT, OPTIONS_SAMPLE };
 
 /* Fills defaults, then parses argv (argv[0] is the command name, "train"); ends
  * the job with a message naming the flag on any bad input. Returns 1 when --help
@@ -142,5 +151,6 @@ int fsdp_train_main(int argc, char **argv);
 int fsdp_plan_main(int argc, char **argv);
 int fsdp_eval_main(int argc, char **argv);
 int fsdp_export_main(int argc, char **argv);
+int fsdp_sample_main(int argc, char **argv);
 
 #endif

@@ -105,9 +105,36 @@ void decoder_blocks_backward(struct decoder *d, const struct decoder_block *bloc
 /* Releases the shared activations and every block's. */
 void decoder_release_activations(struct decoder *d, const struct decoder_block *block);
 
+/* ---- generation with a KV cache (src/models/decoder_cache.c) ----
+ * A decode step runs n new tokens at positions len .. len + n - 1 through each block
+ * between the same hooks as the forward, appends their keys and values to the cache,
+ * attends over every cached position and returns the logits of the last one only. */
+struct kv_cache {
+  int max_len, len;  /* positions it has room for, and holds */
+  void **k, **v;     /* per layer (max_len, n_kv_head, hd), in the compute dtype on the device */
+};
+
+/* An empty cache of max_len <= max_seq_len positions, on the model's device. */
+struct kv_cache *decoder_cache_create(const struct decoder *d, int max_len);
+void decoder_cache_free(const struct decoder *d, struct kv_cache *cache);
+/* The rows of the n new positions of a layer's k or v buffer, (n, n_kv_head * hd), for
+ * the projections to write into; and all cached rows with them, (len + n, n_kv_head, hd). */
+struct tensor decoder_cache_new(const struct decoder *d, const struct kv_cache *cache, void *buffer, int n);
+struct tensor decoder_cache_all(const struct decoder *d, const struct kv_cache *cache, void *buffer, int n);
+/* Host token ids tokens[0 .. n) on the device, as (1, n) int32; decoder_release frees them. */
+struct tensor decoder_upload_tokens(const struct decoder *d, const int *tokens, int n);
+/* Rows of an activation of n rows: (n, cols). */
+struct tensor decoder_rows(const struct decoder *d, void *data, int n, size_t cols);
+/* Rows [first, first + n) of a matrix (rows, cols), or elements of a vector. */
+struct tensor decoder_param_rows(struct tensor t, size_t first, size_t n);
+/* logits (host, vocab_size floats) = final (1, C) @ head^T. */
+void decoder_logits_to_host(const struct decoder *d, struct tensor head, void *final, float *logits);
+/* The step's end: the cache holds n more positions and every unit is resharded. */
+void decoder_decode_done(struct decoder *d, struct kv_cache *cache, int n);
+
 /* Defines `const struct model_family NAME` (fsdp/model.h) for the family whose struct is
  * `struct PREFIX`, starting with its decoder, from its PREFIX_create, PREFIX_free,
- * PREFIX_forward, PREFIX_backward and PREFIX_release_activations (gpt2.h's, llama.h's)
+ * PREFIX_forward, PREFIX_backward, PREFIX_release_activations and PREFIX_decode (gpt2.h's, llama.h's)
  * behind model_family's void * signatures, with its Hugging Face format (fsdp/hf.h). */
 #define DECODER_FAMILY(NAME, family_name, PREFIX, config_problem_fn, batch_problem_fn, hf_format)                          \
   static void *PREFIX##_family_create(const struct model_config *c, struct fsdp_model *fsdp, int B, int T,        \
@@ -126,8 +153,20 @@ void decoder_release_activations(struct decoder *d, const struct decoder_block *
   }                                                                                                              \
   static void PREFIX##_family_backward(void *model, float loss_scale) { PREFIX##_backward(model, loss_scale); }   \
   static void PREFIX##_family_release(void *model) { PREFIX##_release_activations(model); }                      \
+  static struct kv_cache *PREFIX##_family_cache_create(void *model, int max_len) {                               \
+    return decoder_cache_create(model, max_len);                                                                 \
+  }                                                                                                              \
+  static void PREFIX##_family_cache_free(void *model, struct kv_cache *cache) {                                  \
+    decoder_cache_free(model, cache);                                                                            \
+  }                                                                                                              \
+  static void PREFIX##_family_decode(void *model, struct kv_cache *cache, const int *tokens, int n,               \
+                                     float *logits) {                                                            \
+    PREFIX##_decode(model, cache, tokens, n, logits);                                                            \
+  }                                                                                                              \
   const struct model_family NAME = {family_name,           config_problem_fn,       batch_problem_fn,            \
                                     PREFIX##_family_create, PREFIX##_family_free,   PREFIX##_family_forward,     \
-                                    PREFIX##_family_backward, PREFIX##_family_release, hf_format}
+                                    PREFIX##_family_backward, PREFIX##_family_release, hf_format,                \
+                                    PREFIX##_family_cache_create, PREFIX##_family_cache_free,                    \
+                                    PREFIX##_family_decode}
 
 #endif

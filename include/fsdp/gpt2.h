@@ -58,6 +58,9 @@ void gpt2_forward(struct gpt2 *model, const int *inputs, const int *targets);
  * K accumulated micro-batches, times the fp16 loss scale); hands each unit's
  * gradients to the runtime, which reduces them into its grad_shard. */
 void gpt2_backward(struct gpt2 *model, float loss_scale);
+/* A decode step with a KV cache (fsdp/model.h's decode); uses none of the training
+ * activations, so a model made for any B x T decodes. */
+void gpt2_decode(struct gpt2 *model, struct kv_cache *cache, const int *tokens, int n, float *logits);
 /* Frees the activations of a forward that no backward will use (an evaluation). */
 void gpt2_release_activations(struct gpt2 *model);
 #endif

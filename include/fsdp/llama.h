@@ -61,6 +61,9 @@ void llama_forward(struct llama *model, const int *inputs, const int *targets);
 /* Backward of the last forward, for the loss loss_scale * mean_loss; hands each unit's
  * gradients to the runtime, which reduces them into its grad_shard. */
 void llama_backward(struct llama *model, float loss_scale);
+/* A decode step with a KV cache (fsdp/model.h's decode); uses none of the training
+ * activations, so a model made for any B x T decodes. */
+void llama_decode(struct llama *model, struct kv_cache *cache, const int *tokens, int n, float *logits);
 /* Frees the activations of a forward that no backward will use (an evaluation). */
 void llama_release_activations(struct llama *model);
 

@@ -24,6 +24,7 @@ struct model_config {
 };
 
 struct hf_format;
+struct kv_cache;
 
 /* A model created on an fsdp model: one of the families' own structs. */
 struct model_family {
@@ -44,6 +45,14 @@ struct model_family {
   void (*release_activations)(void *model);
   /* Hugging Face's names, layouts and config.json (fsdp/hf.h). */
   const struct hf_format *hf;
+  /* Generation on one rank with a KV cache (fsdp/decoder.h): an empty cache of max_len
+   * positions (at most max_seq_len), and its release. */
+  struct kv_cache *(*cache_create)(void *model, int max_len);
+  void (*cache_free)(void *model, struct kv_cache *cache);
+  /* Runs host token ids tokens[0 .. n) at the cache's next n positions, appending their
+   * keys and values, and writes the logits of the last one (vocab_size floats, host);
+   * every unit is resharded after. */
+  void (*decode)(void *model, struct kv_cache *cache, const int *tokens, int n, float *logits);
 };
 
 struct model_preset {
@@ -58,6 +67,8 @@ const struct model_preset *model_preset_find(const char *name);
 const char *model_preset_names(void);
 /* The family whose Hugging Face config.json has this "model_type", or NULL. */
 const struct model_family *model_family_by_hf_type(const char *model_type);
+/* The family of that name ("gpt2", "llama3"), or NULL. */
+const struct model_family *model_family_by_name(const char *name);
 /* NULL when a and b are equal, else the first field that differs, as "n_layer 4, not 2" (a's, b's). */
 const char *model_config_difference(const struct model_config *a, const struct model_config *b);
 

@@ -121,6 +121,14 @@ void nn_gqa_attention_backward(const struct nn_ctx *c, struct tensor dq, struct 
                                struct tensor dout, struct tensor q, struct tensor k, struct tensor v,
                                struct tensor att);
 
+/* Attention of new positions over a KV cache (generation): q (n, NH, hd) holds the
+ * queries of the last n of the L positions whose keys and values k and v (L, NKV, hd)
+ * hold, NH a multiple of NKV. Query i, at position L - n + i, sees positions 0 .. L - n + i
+ * with kv head h / (NH / NKV): out (n, NH * hd) = softmax(q k^T / sqrt(hd)) v, the heads
+ * side by side, as nn_gqa_attention_forward computes it for those rows. */
+void nn_cached_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor q, struct tensor k,
+                                 struct tensor v);
+
 /* ---- the runtime's ops, over flat buffers ---- */
 
 /* dst = src converted to dst's dtype (fp32, bf16, fp16), rounding to nearest even.

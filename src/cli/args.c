@@ -16,6 +16,7 @@
 #include "fsdp/cli.h"
 #include "fsdp/error.h"
 #include "fsdp/hf.h"
+#include "checkpoint.h"
 
 /* Defaults resolved after parsing, from other flags; macros so that --help can spell them. */
 #define DEFAULT_SEQ_LEN 256 /* lowered to the model's max_seq_len when that is smaller */
@@ -312,11 +313,33 @@ SETTER(set_val_batches, val_batches, parse_positive_int)
 SETTER(set_log, log_path, parse_path)
 
 SETTER(set_init_from, init_from, parse_path)
+SETTER(set_checkpoint, checkpoint, parse_path)
 SETTER(set_batches, batches, parse_positive_int)
 SETTER(set_output, output, parse_path)
 SETTER(set_export_dtype, export_dtype, parse_reduce_dtype)
 SETTER(set_max_shard_size, max_file_bytes, parse_size)
 SETTER(set_trace, trace_path, parse_path)
+SETTER(set_prompt, prompt, parse_path)
+SETTER(set_max_new_tokens, max_new_tokens, parse_positive_int)
+SETTER(set_temperature, temperature, parse_nonnegative_float)
+SETTER(set_top_k, top_k, parse_nonnegative_int)
+SETTER(set_tokenizer, tokenizer, parse_path)
+/* "1,2,3": token ids, each checked against the vocabulary where the model is known. */
+static void set_prompt_tokens(struct train_options *o, const char *flag, const char *v) {
+  free(o->prompt_ids);
+  o->prompt_ids = fsdp_xcalloc(strlen(v) / 2 + 1, sizeof *o->prompt_ids);
+  o->n_prompt_ids = 0;
+  for (const char *p = v;; p++) {
+    size_t len = strcspn(p, ",");
+    char id[16];
+    if (len == 0 || len >= sizeof id) fsdp_fatal("%s: '%s' is not a comma-separated list of token ids", flag, v);
+    memcpy(id, p, len);
+    id[len] = '\0';
+    o->prompt_ids[o->n_prompt_ids++] = parse_nonnegative_int(flag, id);
+    p += len;
+    if (*p == '\0') break;
+  }
+}
 static void set_trace_steps(struct train_options *o, const char *flag, const char *v) {
   parse_step_range(flag, v, &o->trace_first, &o->trace_last);
 }
@@ -337,8 +360,9 @@ enum {
   PLAN = 1 << OPTIONS_PLAN,
   EVAL = 1 << OPTIONS_EVAL,
   EXPORT = 1 << OPTIONS_EXPORT,
+  SAMPLE = 1 << OPTIONS_SAMPLE,
   BOTH = TRAIN | PLAN,
-  MODELS = TRAIN | PLAN | EVAL | EXPORT /* every command that builds a model */
+  MODELS = TRAIN | PLAN | EVAL | EXPORT | SAMPLE /* every command that builds a model */
 };
 
 /* A value default goes through the flag's own function before the command line is
@@ -368,7 +392,7 @@ static const char PLAN_ONLY[] = "plan", MODEL[] = "model", OVERLAP[] = "overlap 
                   MEMORY[] = "memory", SCHEDULE[] = "batch and schedule",
                   OPTIMIZER[] = "optimizer (AdamW; the learning rate warms up to --lr, then decays to --min-lr)",
                   DATA[] = "data", OUTPUT[] = "output", EVAL_ONLY[] = "evaluation", EXPORT_ONLY[] = "export",
-                  CHECKPOINTS[] = "checkpoints (docs/architecture.md)";
+                  CHECKPOINTS[] = "checkpoints (docs/architecture.md)", SAMPLE_ONLY[] = "sampling";
 #define STEP_RANGE_DEFAULT SPELL(DEFAULT_FIRST_STEP) ":" SPELL(DEFAULT_LAST_STEP) ", or the last step if fewer"
 
 static const struct flag FLAGS[] = {
@@ -396,9 +420,13 @@ static const struct flag FLAGS[] = {
      "full sharding: free a unit's gathered parameters after its forward; auto does so for all but the last unit "
      "of the forward, whose backward comes next"},
     {MODEL, "--device", MODELS, "cpu|cuda", DEFAULT("cpu"), set_device, "where the model computes"},
-    {MODEL, "--init-from", TRAIN | EVAL | EXPORT, "PATH", NOTE("a fresh initialisation from --seed"), set_init_from,
+    {MODEL, "--init-from", TRAIN | EVAL | EXPORT | SAMPLE, "PATH", NOTE("a fresh initialisation from --seed"),
+     set_init_from,
      "parameters from Hugging Face safetensors: a .safetensors file, a model.safetensors.index.json, or a folder "
      "holding either; the config.json beside them sets the model, and a model flag given too must agree with it"},
+    {MODEL, "--checkpoint", EVAL | EXPORT | SAMPLE, "DIR", NOTE("none"), set_checkpoint,
+     "parameters from a training checkpoint (DIR/step-NNNNNNNN of --checkpoint-dir), written at any world size "
+     "and sharding; its metadata.json sets the model"},
 
     /* The runtime's own defaults, FSDP_OVERLAP_DEFAULT, which cli_options_test holds these to. */
     {OVERLAP, "--prefetch", BOTH, "N", DEFAULT("1"), set_prefetch,
@@ -434,7 +462,8 @@ static const struct flag FLAGS[] = {
     {SCHEDULE, "--global-batch-size", BOTH, "G", NOTE("unset"), set_global_batch_size,
      "sequences per step over all ranks and micro-batches: B = G / (W K)"},
     {SCHEDULE, "--steps", BOTH, "N", DEFAULT("50"), set_steps, "optimizer steps"},
-    {SCHEDULE, "--seed", MODELS, "N", DEFAULT("1337"), set_seed, "seed of the initial weights and of the batches"},
+    {SCHEDULE, "--seed", MODELS & ~SAMPLE, "N", DEFAULT("1337"), set_seed,
+     "seed of the initial weights and of the batches"},
 
     {OPTIMIZER, "--lr", BOTH, "X", DEFAULT("6e-4"), set_lr, "peak learning rate"},
     {OPTIMIZER, "--min-lr", BOTH, "X", NOTE("--lr / " SPELL(MIN_LR_DIVISOR)), set_min_lr,
@@ -468,6 +497,21 @@ static const struct flag FLAGS[] = {
      "above this many bytes, the tensors go into several files of at most this much (one larger tensor alone), "
      "and an index; BYTES, or with KB, MB, GB, KiB, MiB, GiB"},
 
+    {SAMPLE_ONLY, "--prompt", SAMPLE, "TEXT", NOTE("none"), set_prompt,
+     "the prompt as text, its bytes the tokens: for a byte-level model (vocab at most 256)"},
+    {SAMPLE_ONLY, "--prompt-tokens", SAMPLE, "ID,ID,...", NOTE("none"), set_prompt_tokens,
+     "the prompt as token ids (one of --prompt and --prompt-tokens is required)"},
+    {SAMPLE_ONLY, "--seed", SAMPLE, "N", DEFAULT("1337"), set_seed,
+     "seed of the draws (the same seed, the same tokens), and of a fresh model's weights"},
+    {SAMPLE_ONLY, "--max-new-tokens", SAMPLE, "N", DEFAULT("64"), set_max_new_tokens,
+     "tokens to generate; fewer where the model's max_seq_len comes first"},
+    {SAMPLE_ONLY, "--temperature", SAMPLE, "X", DEFAULT("1"), set_temperature,
+     "divides the logits before the softmax; 0 is greedy (the largest logit, ties to the lowest id)"},
+    {SAMPLE_ONLY, "--top-k", SAMPLE, "K", DEFAULT("0"), set_top_k,
+     "draw among the K largest logits only (ties to the lower ids); 0 keeps them all"},
+    {SAMPLE_ONLY, "--tokenizer", SAMPLE, "FILE", NOTE("none: ids, or bytes for a byte-level model"), set_tokenizer,
+     "llm.c's GPT-2 tokenizer file (gpt2_tokenizer.bin), to print the tokens as text"},
+
     {OUTPUT, "--log", BOTH, "FILE", NOTE("none"), set_log, "metrics, one JSON object per step"},
     {OUTPUT, "--trace", BOTH, "FILE", NOTE("none"), set_trace,
      "Chrome trace JSON of --trace-steps (ui.perfetto.dev, chrome://tracing)"},
@@ -493,7 +537,7 @@ enum { N_FLAGS = sizeof FLAGS / sizeof FLAGS[0] };
 
 static const char *command_name(enum options_command command) {
   static const char *const NAMES[] = {[OPTIONS_TRAIN] = "train", [OPTIONS_PLAN] = "plan", [OPTIONS_EVAL] = "eval",
-                                      [OPTIONS_EXPORT] = "export"};
+                                      [OPTIONS_EXPORT] = "export", [OPTIONS_SAMPLE] = "sample"};
   return NAMES[command];
 }
 
@@ -577,35 +621,48 @@ static void resolve_step_range(const char *flag, int steps, int *first, int *las
 
 /* A flag that sets the model's family or shape: what --init-from's config.json sets. */
 static int sets_model(const struct flag *f) {
-  return f->section == MODEL && f->apply != set_sharding && f->apply != set_device && f->apply != set_init_from;
+  return f->section == MODEL && f->apply != set_sharding && f->apply != set_device && f->apply != set_init_from &&
+         f->apply != set_checkpoint;
 }
 
-/* --init-from with a config.json: the family and shape are the config's, and a model
- * flag given as well must leave them as they are. Without one (a bare .safetensors
- * file), the model flags say what the file holds. */
-static void apply_init_from(struct train_options *o, const struct flag_arg *args, int n) {
-  if (!o->init_from) return;
-  struct model_config config;
-  char *config_path;
-  const struct model_family *family = hf_config_load(o->init_from, &config, &config_path);
-  if (!family) return;
+/* The family and shape a source of weights holds (a config.json, a checkpoint's
+ * metadata) become the model's; a model flag given as well must leave them as they are. */
+static void take_model_from(struct train_options *o, const struct flag_arg *args, int n, const char *flag,
+                            const char *source, const struct model_family *family, const struct model_config *config,
+                            const char *where) {
   for (int i = 0; i < n; i++) {
     if (!sets_model(args[i].flag)) continue;
     struct train_options probe = *o;
     probe.family = family;
-    probe.config = config;
+    probe.config = *config;
     apply(&probe, args[i]);
     if (probe.family != family)
-      fsdp_fatal("%s %s: a %s model, but --init-from %s holds a %s one (%s)", args[i].flag->name, args[i].value,
-                 probe.family->name, o->init_from, family->name, config_path);
-    const char *difference = model_config_difference(&probe.config, &config);
+      fsdp_fatal("%s %s: a %s model, but %s %s holds a %s one (%s)", args[i].flag->name, args[i].value,
+                 probe.family->name, flag, source, family->name, where);
+    const char *difference = model_config_difference(&probe.config, config);
     if (difference)
-      fsdp_fatal("%s %s disagrees with --init-from's %s: %s", args[i].flag->name, args[i].value, config_path,
-                 difference);
+      fsdp_fatal("%s %s disagrees with %s's %s: %s", args[i].flag->name, args[i].value, flag, where, difference);
   }
   o->family = family;
-  o->config = config;
-  o->model = o->init_from;
+  o->config = *config;
+  o->model = source;
+}
+
+/* --init-from with a config.json sets the model; without one (a bare .safetensors file),
+ * the model flags say what the file holds. --checkpoint always sets it. */
+static void apply_model_source(struct train_options *o, const struct flag_arg *args, int n) {
+  if (o->init_from && o->checkpoint) fsdp_fatal("--checkpoint and --init-from: give one source of weights, not both");
+  struct model_config config;
+  if (o->checkpoint) {
+    const struct model_family *family = ckpt_model_read(o->checkpoint, &config);
+    take_model_from(o, args, n, "--checkpoint", o->checkpoint, family, &config, "metadata.json");
+    return;
+  }
+  if (!o->init_from) return;
+  char *config_path;
+  const struct model_family *family = hf_config_load(o->init_from, &config, &config_path);
+  if (!family) return;
+  take_model_from(o, args, n, "--init-from", o->init_from, family, &config, config_path);
   free(config_path);
 }
 
@@ -662,7 +719,7 @@ int train_options_parse(enum options_command command, struct train_options *o, i
   for (int i = 0; i < n; i++)
     if (!is_model(args[i].flag)) apply(o, args[i]);
   check_required(command, args, n);
-  apply_init_from(o, args, n);
+  apply_model_source(o, args, n);
   free(args);
   resolve_and_check(o);
   return 0;
@@ -726,6 +783,9 @@ static void print_usage(enum options_command command) {
            "training step and the bytes each rank sends and receives per step.\n");
   if (command == OPTIONS_EVAL)
     printf("\nPrints the mean cross-entropy over the windows as one JSON line, {\"loss\": ...}.\n");
+  if (command == OPTIONS_SAMPLE)
+    printf("\nGenerates from the prompt with a KV cache on one rank and prints the new tokens: as text for a\n"
+           "byte-level model or with --tokenizer, else their ids.\n");
   if (command == OPTIONS_EXPORT)
     printf("\nWrites the model's parameters as Hugging Face safetensors, with transformers' names and\n"
            "layouts, and its config.json, for transformers' from_pretrained.\n");

@@ -68,6 +68,11 @@ struct ckpt_meta {
  * flags that shape training. Any problem ends the job with a message naming the file or
  * the flag. */
 void ckpt_meta_read(const char *step_dir, const struct trainer *t, struct ckpt_meta *out);
+/* The same for a model m that only takes the checkpoint's weights (eval, export,
+ * sample): its tensors must be the checkpoint's; the training flags may differ. */
+void ckpt_meta_read_weights(const char *step_dir, const struct fsdp_model *m, struct ckpt_meta *out);
+/* The family and shape of the model a checkpoint holds (metadata.json's "model"). */
+const struct model_family *ckpt_model_read(const char *step_dir, struct model_config *c);
 void ckpt_meta_free(struct ckpt_meta *m);
 
 /* ---- checkpointing.c: the run's checkpoints ---- */
@@ -90,5 +95,8 @@ int checkpointing_begin(struct checkpointing *c, struct trainer *t);
 void checkpointing_after_step(struct checkpointing *c, struct trainer *t, int step);
 /* After the last step: waits for the checkpoint being written and completes it. Collective. */
 void checkpointing_end(struct checkpointing *c, struct trainer *t);
+/* Fills m's parameters (and AdamW moments) from the checkpoint at step_dir, its files
+ * checked first. Collective over m's group. */
+void checkpoint_load_weights(const char *step_dir, struct fsdp_model *m);
 
 #endif

@@ -270,9 +270,9 @@ static void check_flags(const char *path, const cJSON *root, const struct traine
     }
 }
 
-static void check_tensors(const char *path, const cJSON *root, const struct trainer *t) {
+static void check_tensors(const char *path, const cJSON *root, const struct fsdp_model *m) {
   struct ckpt_tensor *tensors;
-  int n = fsdp_checkpoint_tensors(&t->fsdp, &tensors);
+  int n = fsdp_checkpoint_tensors(m, &tensors);
   const cJSON *saved = get_array(path, root, "tensors");
   if (cJSON_GetArraySize(saved) != n)
     fsdp_fatal("checkpoint '%s' is of another model: %d tensors there, %d here", path, cJSON_GetArraySize(saved), n);
@@ -347,7 +347,9 @@ static void read_file_meta(const char *path, const char *step_dir, const cJSON *
   f->file.pieces = out;
 }
 
-void ckpt_meta_read(const char *step_dir, const struct trainer *t, struct ckpt_meta *out) {
+/* Without a trainer (a checkpoint's weights only), the training flags are not compared. */
+static void read_meta(const char *step_dir, const struct fsdp_model *m, const struct trainer *t,
+                      struct ckpt_meta *out) {
   memset(out, 0, sizeof *out);
   out->path = ckpt_path_join(step_dir, CKPT_METADATA);
   const char *path = out->path.s;
@@ -359,8 +361,8 @@ void ckpt_meta_read(const char *step_dir, const struct trainer *t, struct ckpt_m
                get_int(path, root, "version"), VERSION);
   if (strcmp(get_string(path, root, "byte_order"), "little") != 0)
     fsdp_fatal("checkpoint metadata '%s': byte order is not little-endian", path);
-  check_flags(path, root, t);
-  check_tensors(path, root, t);
+  if (t) check_flags(path, root, t);
+  check_tensors(path, root, m);
   read_state(path, root, &out->state);
   const cJSON *files = get_array(path, root, "files");
   out->n_files = cJSON_GetArraySize(files);
@@ -370,6 +372,52 @@ void ckpt_meta_read(const char *step_dir, const struct trainer *t, struct ckpt_m
   const cJSON *f;
   cJSON_ArrayForEach(f, files) read_file_meta(path, step_dir, f, &out->files[i++]);
   cJSON_Delete(root);
+}
+
+void ckpt_meta_read(const char *step_dir, const struct trainer *t, struct ckpt_meta *out) {
+  read_meta(step_dir, &t->fsdp, t, out);
+}
+
+void ckpt_meta_read_weights(const char *step_dir, const struct fsdp_model *m, struct ckpt_meta *out) {
+  read_meta(step_dir, m, NULL, out);
+}
+
+static float get_float(const char *path, const cJSON *obj, const char *name) {
+  const cJSON *v = get(path, obj, name);
+  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) fsdp_fatal("checkpoint metadata '%s': '%s' is not a number", path, name);
+  return (float)v->valuedouble;
+}
+
+const struct model_family *ckpt_model_read(const char *step_dir, struct model_config *c) {
+  struct ckpt_path meta = ckpt_path_join(step_dir, CKPT_METADATA);
+  const char *path = meta.s;
+  cJSON *root = parse_file(step_dir, path);
+  const cJSON *m = get_object(path, root, "model");
+  const char *family_name = get_string(path, m, "family");
+  const struct model_family *family = model_family_by_name(family_name);
+  if (!family) fsdp_fatal("checkpoint metadata '%s': unknown model family '%s'", path, family_name);
+  *c = (struct model_config){
+      .n_layer = get_int(path, m, "n_layer"),
+      .n_head = get_int(path, m, "n_head"),
+      .n_kv_head = get_int(path, m, "n_kv_head"),
+      .n_embd = get_int(path, m, "n_embd"),
+      .vocab_size = get_int(path, m, "vocab_size"),
+      .max_seq_len = get_int(path, m, "max_seq_len"),
+      .ffn_hidden = get_int(path, m, "ffn_hidden"),
+      .norm_eps = get_float(path, m, "norm_eps"),
+      .rope_theta = get_float(path, m, "rope_theta"),
+      .rope_factor = get_float(path, m, "rope_factor"),
+      .rope_low_freq_factor = get_float(path, m, "rope_low_freq_factor"),
+      .rope_high_freq_factor = get_float(path, m, "rope_high_freq_factor"),
+      .rope_original_max_seq_len = get_int(path, m, "rope_original_max_seq_len"),
+  };
+  const cJSON *tied = get(path, m, "tied");
+  if (!cJSON_IsBool(tied)) fsdp_fatal("checkpoint metadata '%s': 'tied' is not a boolean", path);
+  c->tied = cJSON_IsTrue(tied);
+  const char *problem = family->config_problem(c);
+  if (problem) fsdp_fatal("checkpoint metadata '%s': its model is not valid: %s", path, problem);
+  cJSON_Delete(root);
+  return family;
 }
 
 void ckpt_meta_free(struct ckpt_meta *m) {

@@ -48,8 +48,8 @@ static struct ckpt_path resume_dir(const struct checkpointing *c, struct trainer
 
 /* Each rank reads back every W-th file whole and checks its size and CRC-32C; the pieces
  * a rank loads are checked against their file's size as it opens it. */
-static void verify_files(const struct ckpt_meta *meta, const struct trainer *t) {
-  for (int f = t->rank; f < meta->n_files; f += t->world_size) {
+static void verify_files(const struct ckpt_meta *meta, struct comm_group *group) {
+  for (int f = comm_rank(group); f < meta->n_files; f += comm_size(group)) {
     const struct ckpt_file_meta *file = &meta->files[f];
     size_t bytes;
     uint32_t crc;
@@ -65,21 +65,34 @@ static void verify_files(const struct ckpt_meta *meta, const struct trainer *t) 
   }
 }
 
+/* Checks meta's files and loads them into m; returns their bytes. */
+static size_t load(const char *step_dir, const struct ckpt_meta *meta, struct fsdp_model *m) {
+  verify_files(meta, m->group);
+  struct ckpt_file *files = fsdp_xcalloc((size_t)meta->n_files, sizeof *files);
+  size_t bytes = 0;
+  for (int f = 0; f < meta->n_files; f++) {
+    files[f] = meta->files[f].file;
+    bytes += files[f].bytes;
+  }
+  fsdp_checkpoint_load(m, step_dir, files, meta->n_files);
+  free(files);
+  return bytes;
+}
+
+void checkpoint_load_weights(const char *step_dir, struct fsdp_model *m) {
+  struct ckpt_meta meta;
+  ckpt_meta_read_weights(step_dir, m, &meta);
+  load(step_dir, &meta, m);
+  ckpt_meta_free(&meta);
+}
+
 static int resume(const struct checkpointing *c, struct trainer *t) {
   struct ckpt_path dir = resume_dir(c, t);
   if (!dir.s[0]) return 0;
   double began = time_now_ms();
   struct ckpt_meta meta;
   ckpt_meta_read(dir.s, t, &meta);
-  verify_files(&meta, t);
-  struct ckpt_file *files = fsdp_xcalloc((size_t)meta.n_files, sizeof *files);
-  size_t bytes = 0;
-  for (int f = 0; f < meta.n_files; f++) {
-    files[f] = meta.files[f].file;
-    bytes += files[f].bytes;
-  }
-  fsdp_checkpoint_load(&t->fsdp, dir.s, files, meta.n_files);
-  free(files);
+  size_t bytes = load(dir.s, &meta, &t->fsdp);
   t->optimizer_steps = meta.state.optimizer_steps;
   t->scaler.scale = meta.state.loss_scale;
   t->scaler.good_steps = meta.state.good_steps;

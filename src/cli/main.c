@@ -12,6 +12,7 @@ static void print_usage(FILE *out) {
         "  plan     print the memory per rank and the traffic of a training configuration, allocating nothing\n"
         "  eval     the mean loss of a model over fixed windows of a token file\n"
         "  export   write a model as Hugging Face safetensors and config.json\n"
+        "  sample   generate tokens from a prompt with a KV cache (one rank)\n"
         "  memviz   draw a memory snapshot of train as an HTML page or SVG image\n"
         "\n"
         "'fsdp COMMAND --help' lists a command's options.\n",
@@ -27,6 +28,7 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "plan") == 0) return fsdp_plan_main(argc - 1, argv + 1);
   if (strcmp(argv[1], "eval") == 0) return fsdp_eval_main(argc - 1, argv + 1);
   if (strcmp(argv[1], "export") == 0) return fsdp_export_main(argc - 1, argv + 1);
+  if (strcmp(argv[1], "sample") == 0) return fsdp_sample_main(argc - 1, argv + 1);
   if (strcmp(argv[1], "memviz") == 0) return fsdp_memviz_main(argc - 1, argv + 1);
   fprintf(stderr, "fsdp: error: unknown command '%s'\n", argv[1]);
   print_usage(stderr);

@@ -53,6 +53,12 @@ const char *model_preset_names(void) {
   return names;
 }
 
+const struct model_family *model_family_by_name(const char *name) {
+  for (int i = 0; i < NUM_PRESETS; i++)
+    if (strcmp(PRESETS[i].family->name, name) == 0) return PRESETS[i].family;
+  return NULL;
+}
+
 const struct model_family *model_family_by_hf_type(const char *model_type) {
   for (int i = 0; i < NUM_PRESETS; i++)
     if (PRESETS[i].family->hf && strcmp(PRESETS[i].family->hf->model_type, model_type) == 0) return PRESETS[i].family;

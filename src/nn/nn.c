@@ -187,6 +187,17 @@ void nn_gqa_attention_backward(const struct nn_ctx *c, struct tensor dq, struct 
   device_free(c->device, scratch, c->stream);
 }
 
+/* The kernel takes n, NH and hd from q and L and NKV from k. */
+void nn_cached_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor q, struct tensor k,
+                                 struct tensor v) {
+  FSDP_CHECK(q.ndim == 3 && k.ndim == 3 && v.ndim == 3);
+  size_t n = q.shape[0], NH = q.shape[1], hd = q.shape[2], L = k.shape[0], NKV = k.shape[1];
+  FSDP_CHECK(n >= 1 && n <= L && NKV > 0 && NH % NKV == 0 && k.shape[2] == hd);
+  for (int i = 0; i < 3; i++) FSDP_CHECK(v.shape[i] == k.shape[i]);
+  FSDP_CHECK(tensor_numel(&out) == tensor_numel(&q));
+  LAUNCH_AS(c, cached_attention_forward, cached_attention, out, q, k, v);
+}
+
 void nn_cast(const struct nn_ctx *c, struct tensor dst, struct tensor src) {
   FSDP_CHECK(tensor_numel(&dst) == tensor_numel(&src));
   LAUNCH(c, cast, dst, src);

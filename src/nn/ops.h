@@ -33,6 +33,7 @@ struct swiglu_backward_args { struct tensor dgate, dup, dout, gate, up; };
 struct gqa_attention_args { struct tensor out, att, q, k, v; };
 /* scratch: attention_backward_scratch bytes, as for attention_backward. */
 struct gqa_attention_backward_args { struct tensor dq, dk, dv, dout, q, k, v, att; void *scratch; };
+struct cached_attention_args { struct tensor out, q, k, v; };
 struct cast_args { struct tensor dst, src; };
 struct round_args { struct tensor x; enum dtype dtype; };
 struct add_args { struct tensor y, x; };
@@ -54,7 +55,8 @@ struct nn_backend {
       matmul_backward, attention_forward, attention_backward, gelu_forward, gelu_backward, residual_forward,
       softmax_crossentropy_forward, softmax_crossentropy_backward, rmsnorm_forward, rmsnorm_backward, rope_table,
       rope_forward, rope_backward, swiglu_forward, swiglu_backward, gqa_attention_forward, gqa_attention_backward,
-      cast, round, add, scale, sum, sum_squares, fill, init_normal, init_trunc_normal, adamw;
+      cached_attention_forward, cast, round, add, scale, sum, sum_squares, fill, init_normal, init_trunc_normal,
+      adamw;
 };
 
 /* The stream of the op being launched, while its launcher runs. A cuda launcher runs

@@ -46,6 +46,7 @@ void cpu_swiglu_forward(void *args);
 void cpu_swiglu_backward(void *args);
 void cpu_gqa_attention_forward(void *args);
 void cpu_gqa_attention_backward(void *args);
+void cpu_cached_attention_forward(void *args);
 void cpu_cast(void *args);
 void cpu_round(void *args);
 void cpu_add(void *args);

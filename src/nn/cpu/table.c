@@ -32,6 +32,7 @@ const struct nn_backend NN_CPU = {
     .swiglu_backward = cpu_swiglu_backward,
     .gqa_attention_forward = cpu_gqa_attention_forward,
     .gqa_attention_backward = cpu_gqa_attention_backward,
+    .cached_attention_forward = cpu_cached_attention_forward,
     .cast = cpu_cast,
     .round = cpu_round,
     .add = cpu_add,

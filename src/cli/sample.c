@@ -1,0 +1,105 @@
+/* `fsdp sample`: generation from a prompt with the model's KV cache, on one rank. The
+ * model has no notion of ranks; a generation is one sequence, so there is nothing to
+ * split over several, and a job of W > 1 is refused rather than run W times. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsdp/comm.h"
+#include "fsdp/device.h"
+#include "fsdp/error.h"
+#include "model_source.h"
+#include "sampler.h"
+#include "tokenizer.h"
+
+/* Byte-level models read and print text as bytes, token id = byte. */
+enum { BYTE_VOCAB = 256 };
+
+/* The prompt's ids, from --prompt's bytes or --prompt-tokens, checked against the model. */
+static int *prompt_ids(const struct train_options *o, int *n) {
+  int V = o->config.vocab_size, max = o->config.max_seq_len;
+  if (!o->prompt == !o->prompt_ids)
+    fsdp_fatal(o->prompt ? "--prompt and --prompt-tokens: give one of them, not both"
+                         : "--prompt or --prompt-tokens is required (see fsdp sample --help)");
+  const char *flag = o->prompt ? "--prompt" : "--prompt-tokens";
+  *n = o->prompt ? (int)strlen(o->prompt) : o->n_prompt_ids;
+  if (o->prompt && V > BYTE_VOCAB)
+    fsdp_fatal("--prompt: text is read as bytes, for a byte-level model (vocab at most %d); this one has %d "
+               "tokens: give --prompt-tokens",
+               BYTE_VOCAB, V);
+  if (*n >= max)
+    fsdp_fatal("%s: %d tokens leave no room for a new one within the model's max_seq_len %d", flag, *n, max);
+  int *ids = fsdp_xcalloc((size_t)*n, sizeof *ids);
+  for (int i = 0; i < *n; i++) {
+    ids[i] = o->prompt ? (unsigned char)o->prompt[i] : o->prompt_ids[i];
+    if (ids[i] >= V) fsdp_fatal("%s: token id %d is not below the model's vocab size %d", flag, ids[i], V);
+  }
+  return ids;
+}
+
+static void print_token(const struct train_options *o, const struct tokenizer *t, int id, int first) {
+  if (o->tokenizer)
+    tokenizer_print(t, id, stdout);
+  else if (o->config.vocab_size <= BYTE_VOCAB)
+    putchar(id);
+  else
+    printf(first ? "%d" : " %d", id);
+  fflush(stdout);
+}
+
+int fsdp_sample_main(int argc, char **argv) {
+  comm_init(&argc, &argv);
+  struct train_options o;
+  if (train_options_parse(OPTIONS_SAMPLE, &o, argc, argv)) {
+    comm_finalize();
+    return 0;
+  }
+  struct comm_group *world = comm_world();
+  if (comm_size(world) != 1)
+    fsdp_fatal("fsdp sample runs on one rank, not %d: a generation is one sequence (launch it without mpirun -np)",
+               comm_size(world));
+  int n_prompt;
+  int *ids = prompt_ids(&o, &n_prompt);
+  struct tokenizer tokenizer = {0};
+  if (o.tokenizer) tokenizer_load(&tokenizer, "--tokenizer", o.tokenizer);
+  int total = n_prompt + o.max_new_tokens;
+  if (total > o.config.max_seq_len) {
+    fprintf(stderr, "stopping at the model's max_seq_len %d: %d new tokens, not %d\n", o.config.max_seq_len,
+            o.config.max_seq_len - n_prompt, o.max_new_tokens);
+    total = o.config.max_seq_len;
+  }
+
+  struct device *device = device_open(device_kind_parse(o.device), DEVICE_CPU);
+  struct fsdp_model fsdp;
+  fsdp_model_init(&fsdp, device, world, o.sharding, NULL, &o.mp);
+  /* The training activations are for batches of 1 x 1: a decode step uses its own. */
+  void *model = o.family->create(&o.config, &fsdp, 1, 1, 0);
+  fsdp_model_wrap(&fsdp, &FSDP_WRAP_DEFAULT);
+  /* Notes go to stderr: stdout is the generation. */
+  const char *from = model_source_fill(&o, &fsdp);
+  if (from) fprintf(stderr, "parameters: from %s\n", from);
+
+  struct kv_cache *cache = o.family->cache_create(model, total);
+  struct sampler sampler;
+  sampler_init(&sampler, o.config.vocab_size, o.temperature, o.top_k, o.seed);
+  float *logits = fsdp_xcalloc((size_t)o.config.vocab_size, sizeof *logits);
+  o.family->decode(model, cache, ids, n_prompt, logits); /* the prompt as one step */
+  for (int position = n_prompt; position < total; position++) {
+    int next = sampler_next(&sampler, logits);
+    print_token(&o, &tokenizer, next, position == n_prompt);
+    if (position + 1 < total) o.family->decode(model, cache, &next, 1, logits);
+  }
+  putchar('\n');
+
+  free(logits);
+  sampler_free(&sampler);
+  o.family->cache_free(model, cache);
+  o.family->free(model);
+  fsdp_model_free(&fsdp);
+  device_close(device);
+  if (o.tokenizer) tokenizer_free(&tokenizer);
+  free(ids);
+  free(o.prompt_ids);
+  comm_finalize();
+  return 0;
+}
