@@ -46,6 +46,7 @@ struct train_options {
   int world_size;              /* plan only */
   const char *format;          /* plan only: text or json */
   const char *device;          /* cpu or cuda: where the model computes */
+  float comm_timeout;          /* seconds a collective may take before the watchdog ends the job */
 };
 
 /* train and plan take the same model, batch and sharding flags; plan adds

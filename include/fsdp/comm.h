@@ -88,6 +88,12 @@ void comm_set_reduce_scatter_algorithm(enum comm_reduce_scatter_algorithm a);
  * (free it) with the total in *total_bytes on root, NULL elsewhere. */
 void *comm_gather_bytes(struct comm_group *g, const void *send, size_t bytes, int root, size_t *total_bytes);
 
+/* The watchdog: a collective, blocking or on a stream, that has not finished `seconds`
+ * after it started ends the whole job with a message naming this rank, the
+ * collective's label ("all-gather block 3") and the MPI call. Default 600 s, as NCCL's. */
+void comm_set_timeout(double seconds);
+double comm_timeout(void);
+
 /* Ends every rank of the job with the given exit code. */
 _Noreturn void comm_abort(int exit_code);
 

@@ -228,6 +228,8 @@ SETTER(set_backward_prefetch, overlap.backward_prefetch, parse_backward_prefetch
 SETTER(set_max_unsharded, overlap.max_unsharded, parse_positive_int)
 SETTER(set_overlap, overlap.blocking, parse_blocking)
 
+SETTER(set_comm_timeout, comm_timeout, parse_positive_float)
+
 SETTER(set_ac, ac_every, parse_ac)
 SETTER(set_param_dtype, mp.param_dtype, parse_param_dtype)
 SETTER(set_reduce_dtype, mp.reduce_dtype, parse_reduce_dtype)
@@ -294,7 +296,7 @@ struct flag {
 };
 
 static const char PLAN_ONLY[] = "plan", MODEL[] = "model", OVERLAP[] = "overlap of communication with compute",
-                  MEMORY[] = "memory", SCHEDULE[] = "batch and schedule",
+                  COMM[] = "communication", MEMORY[] = "memory", SCHEDULE[] = "batch and schedule",
                   OPTIMIZER[] = "optimizer (AdamW; the learning rate warms up to --lr, then decays to --min-lr)",
                   DATA[] = "data", OUTPUT[] = "output";
 #define STEP_RANGE_DEFAULT SPELL(DEFAULT_FIRST_STEP) ":" SPELL(DEFAULT_LAST_STEP) ", or the last step if fewer"
@@ -328,6 +330,10 @@ static const struct flag FLAGS[] = {
      "units (the root aside) gathered at once under full sharding"},
     {OVERLAP, "--overlap", BOTH, "on|off", DEFAULT("on"), set_overlap,
      "off: wait for every collective as soon as it is launched"},
+
+    {COMM, "--comm-timeout", TRAIN, "SECONDS", DEFAULT("600"), set_comm_timeout,
+     "a collective not finished after this long ends the job, naming the rank, the unit and the collective (a "
+     "stopped, dead or unreachable rank)"},
 
     {MEMORY, "--ac", BOTH, "none|full|every:K", DEFAULT("none"), set_ac,
      "activation checkpointing of all blocks, or of every K-th one (blocks K-1, 2K-1, ...): a checkpointed block "

@@ -209,6 +209,7 @@ int fsdp_train_main(int argc, char **argv) {
     comm_finalize();
     return 0;
   }
+  comm_set_timeout(o.comm_timeout);
   int rank = comm_rank(comm_world());
   if (o.trace_path && rank == 0) trace_file_check_writable(o.trace_path);
   if (o.snapshot_path && rank == 0) memory_snapshot_check_writable(o.snapshot_path);
