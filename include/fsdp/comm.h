@@ -66,6 +66,16 @@ void comm_take_traffic(struct comm_group *g, struct comm_traffic *out);
 struct comm_group *comm_group_dup(struct comm_group *g, const char *name);
 void comm_group_free(struct comm_group *g);
 
+/* HSDP's 2-D mesh of a group of R·S ranks: rank r shards within its shard group, the
+ * S consecutive ranks from r - r % S (a node's, when a node runs S ranks), at
+ * position r % S, and is replicated across its replicate group, the R ranks r % S,
+ * r % S + S, ..., at position r / S. Over a meta group, meta groups of S and R ranks. */
+struct comm_mesh {
+  struct comm_group *shard, *replicate;
+};
+void comm_mesh_init(struct comm_mesh *mesh, struct comm_group *g, int replicate, int shard);
+void comm_mesh_free(struct comm_mesh *mesh);
+
 /* The same collectives, launched on a stream (fsdp/device.h): they run in stream order,
  * and the caller records an event to know when they are done. Buffers must stay alive
  * and untouched until then. label names the span in profile traces. Over MPI the

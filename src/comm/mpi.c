@@ -362,6 +362,36 @@ struct comm_group *comm_group_dup(struct comm_group *g, const char *name) {
   return dup;
 }
 
+static struct comm_group *split_group(struct comm_group *g, int color, const char *name) {
+  struct comm_group *part = fsdp_xcalloc(1, sizeof *part);
+  MPI_Comm comm;
+  MPI_CALL("MPI_Comm_split", MPI_Comm_split(g->comm, color, g->rank, &comm));
+  MPI_CALL("MPI_Comm_set_name", MPI_Comm_set_name(comm, name));
+  open_group(part, comm, "MPI_Comm_set_errhandler");
+  return part;
+}
+
+void comm_mesh_init(struct comm_mesh *mesh, struct comm_group *g, int replicate, int shard) {
+  if (replicate < 1 || shard < 1 || replicate * shard != g->size)
+    fsdp_fatal("comm_mesh_init: a mesh of %d x %d ranks does not cover a group of %d", replicate, shard, g->size);
+  if (g->meta) {
+    mesh->shard = comm_meta_group(g->device, shard, g->rank % shard);
+    mesh->replicate = comm_meta_group(g->device, replicate, g->rank / shard);
+    return;
+  }
+  /* MPI_Comm_split waits for every rank with no bound; past this barrier, which the
+   * watchdog bounds, every rank is there. */
+  comm_barrier(g);
+  mesh->shard = split_group(g, g->rank / shard, "shard");
+  mesh->replicate = split_group(g, g->rank % shard, "replicate");
+}
+
+void comm_mesh_free(struct comm_mesh *mesh) {
+  comm_group_free(mesh->shard);
+  comm_group_free(mesh->replicate);
+  mesh->shard = mesh->replicate = NULL;
+}
+
 void comm_group_free(struct comm_group *g) {
   free_ring_workspace(g);
   if (!g->meta) MPI_CALL("MPI_Comm_free", MPI_Comm_free(&g->comm));
