@@ -54,6 +54,10 @@ testbed_up() {
   while [ $i -lt "$TESTBED_NODES" ]; do
     ip netns add "$FSDP_TESTBED-n$i"
     in_ns "n$i" ip link set lo up
+    # A lost node must be noticed within seconds, as a cluster's failure detection
+    # would: Open MPI's daemons talk over TCP, which otherwise retransmits for ~15
+    # minutes before giving up on a peer (tcp_retries2 is per network namespace).
+    in_ns "n$i" sh -c 'echo 4 >/proc/sys/net/ipv4/tcp_retries2'
     in_ns sw ip link add "port$i" type veth peer name eth0 netns "$FSDP_TESTBED-n$i"
     in_ns sw ip link set "port$i" master br0 up
     in_ns "n$i" ip addr add "10.99.0.$((i + 1))/24" dev eth0
