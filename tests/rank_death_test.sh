@@ -9,7 +9,7 @@ MODE=${1:?usage: rank_death_test.sh kill|stop path/to/fsdp MPIRUN...}
 FSDP=${2:?usage: rank_death_test.sh kill|stop path/to/fsdp MPIRUN...}
 shift 2
 START_LIMIT=60  # seconds for the job to reach its first step
-COMM_TIMEOUT=3  # --comm-timeout of the stop case
+COMM_TIMEOUT=5  # --comm-timeout of the stop case: a slow (sanitized) step must not reach it
 case $MODE in
   kill) SIGNAL=KILL EXIT_LIMIT=30 ;;  # seconds for the job to end once rank 1 is dead
   # The watchdog's timeout, then MPI_Abort's teardown.

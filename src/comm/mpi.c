@@ -136,6 +136,11 @@ static void open_group(struct comm_group *g, MPI_Comm comm, const char *name) {
 
 void comm_init(int *argc, char ***argv) {
   if (world_group.comm != MPI_COMM_NULL) return; /* MPI starts only once per process */
+  /* Open MPI's non-blocking all-reduce (libnbc) picks, for two ranks, an algorithm
+   * that sends the data one way and then back: on the testbed (bench/multinode.sh)
+   * HSDP's all-reduce across two nodes ran at half the link's rate. The ring sends
+   * both ways at once. Set only where the user has not chosen (MCA environment). */
+  setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", 0);
   int provided = MPI_THREAD_SINGLE;
   MPI_CALL("MPI_Init_thread", MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided));
   open_group(&world_group, MPI_COMM_WORLD, "MPI_Comm_set_errhandler(MPI_COMM_WORLD)");

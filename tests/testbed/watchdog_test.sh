@@ -11,7 +11,7 @@ FSDP=$(readlink -f "${2:?usage: watchdog_test.sh stop|link path/to/fsdp}")
 TESTBED_DIR=$(dirname "$0")
 . "$TESTBED_DIR/testbed.sh"
 set -eu
-COMM_TIMEOUT=3
+COMM_TIMEOUT=5 # a slow (sanitized) step must not reach it
 START_LIMIT=60
 # Past the timeout: MPI_Abort's teardown, and for a lost link Open MPI's daemons giving
 # up on the unreachable node (the TCP retries testbed_up shortens to ~6 s).
