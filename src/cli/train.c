@@ -57,6 +57,8 @@ void trainer_setup(struct trainer *t, const struct train_options *o, struct devi
   t->T = o->seq_len;
   const char *too_large = o->family->batch_problem(&o->config, t->B, t->T);
   if (too_large) fsdp_fatal("%s", too_large);
+  int shard; /* --mesh is checked before the data is read */
+  train_options_mesh(o, t->world_size, &t->replicas, &shard);
 
   if (!planning) {
     token_data_load(&t->data, o->data, o->data_format, o->config.vocab_size);
@@ -65,8 +67,6 @@ void trainer_setup(struct trainer *t, const struct train_options *o, struct devi
                   t->val.n_tokens);
   }
 
-  int shard;
-  train_options_mesh(o, t->world_size, &t->replicas, &shard);
   if (t->replicas > 1) {
     comm_mesh_init(&t->mesh, group, t->replicas, shard);
     fsdp_model_init_hybrid(&t->fsdp, device, t->mesh.shard, t->mesh.replicate, o->sharding, &o->overlap, &o->mp);
