@@ -2,7 +2,8 @@
 # Installs what fsdp.c needs to build, run and test, from Debian's packages.
 set -euo pipefail
 packages=(build-essential cmake openmpi-bin libopenmpi-dev libopenblas-openmp-dev libcjson-dev
-          python3 python3-torch python3-numpy python3-venv fortunes chromium)
+          python3 python3-torch python3-numpy python3-venv fortunes chromium
+          iproute2) # ip and tc: the multi-node testbed (tests/testbed)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

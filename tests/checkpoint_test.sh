@@ -5,8 +5,8 @@
 # loss scale ==): full, grad-op and none sharding, activation checkpointing, bf16, fp16
 # (its loss scale, which starts far too high here, restored mid-descent), and
 # accumulation over 2 micro-batches, sharded and no-sync. Then the checkpoints of
-# 2 ranks (full) and 4 ranks (none) resume on 1, 3 and 4 ranks and 2 ranks under other
-# strategies and wrap policies, within 1e-5 of the uninterrupted run. The same global batch everywhere.
+# 2 ranks (full) and 4 ranks (none, HSDP 2x2) resume on 1, 3 and 4 ranks and 2 ranks
+# under other strategies, meshes and wrap policies, within 1e-5 of the uninterrupted run. The same global batch everywhere.
 # Usage: checkpoint_test.sh path/to/fsdp PYTHON SOURCE_DIR MPIRUN...
 . "$(dirname "$0")/train_test_setup.sh"
 MPIRUN="$*"
@@ -39,6 +39,7 @@ exact fp16 2 --param-dtype fp16 --loss-scale 1e9
 exact accum 2 --grad-accum 2
 exact accum-no-sync 2 --grad-accum 2 --accum-mode no-sync
 exact none-w4 4 --sharding none
+exact hsdp-w4 4 --mesh 2,2
 
 # reshard NAME RANKS FROM ARGS...: checkpoint FROM's step 20 resumed on RANKS.
 reshard() {
@@ -51,6 +52,8 @@ reshard w2-to-w3-grad-op 3 full --sharding grad-op
 reshard w2-to-w4-none 4 full --sharding none
 reshard w2-to-w3-accum 3 full --grad-accum 2
 reshard w4-none-to-w2-full 2 none-w4 --sharding full
+reshard w4-hsdp-to-w2 2 hsdp-w4
+reshard w2-to-w4-hsdp 4 full --mesh 2,2
 reshard w2-to-w1-wrap-none 1 full --wrap none
 reshard w2-to-w3-wrap-size 3 full --wrap size:20K --reshard-after-forward true
 
@@ -60,7 +63,7 @@ tmp = sys.argv[1]
 read = lambda name: [json.loads(line) for line in open(os.path.join(tmp, name))]
 failures = []
 keys = ("loss", "grad_norm", "lr", "val_loss", "loss_scale", "skipped")
-for name in ("full", "grad-op", "none", "ac", "bf16", "fp16", "accum", "accum-no-sync", "none-w4"):
+for name in ("full", "grad-op", "none", "ac", "bf16", "fp16", "accum", "accum-no-sync", "none-w4", "hsdp-w4"):
     full, resumed = read(f"{name}.full.jsonl"), read(f"{name}.resumed.jsonl")
     if [r["step"] for r in resumed] != list(range(21, 41)) or len(full) != 40:
         failures.append(f"{name}: steps {[r['step'] for r in resumed]}")
@@ -75,7 +78,8 @@ for name in ("full", "grad-op", "none", "ac", "bf16", "fp16", "accum", "accum-no
         if not (skipped >= 3 and at20 < 1e9):
             failures.append(f"fp16: the loss scale was not exercised ({skipped} skipped, scale {at20})")
 for name, source in (("w2-to-w1", "full"), ("w2-to-w3-grad-op", "full"), ("w2-to-w4-none", "full"),
-                     ("w2-to-w3-accum", "full"), ("w4-none-to-w2-full", "none-w4"), ("w2-to-w1-wrap-none", "full"),
+                     ("w2-to-w3-accum", "full"), ("w4-none-to-w2-full", "none-w4"),
+                     ("w4-hsdp-to-w2", "hsdp-w4"), ("w2-to-w4-hsdp", "full"), ("w2-to-w1-wrap-none", "full"),
                      ("w2-to-w3-wrap-size", "full")):
     run, ref = read(f"reshard-{name}.jsonl"), read(f"{source}.full.jsonl")[20:]
     if [r["step"] for r in run] != list(range(21, 41)):
@@ -89,7 +93,7 @@ for name, source in (("w2-to-w1", "full"), ("w2-to-w3-grad-op", "full"), ("w2-to
             if err > 1e-5:
                 failures.append(f"reshard {name} step {r['step']} {key}: {r[key]} vs {x[key]} ({err:.2e} relative)")
     print(f"reshard {name}: steps 21..40 within {worst:.1e} of the uninterrupted run")
-print("resume exact (==) for full, grad-op, none, ac, bf16, fp16, accum sharded and no-sync, none at W=4")
+print("resume exact (==) for full, grad-op, none, ac, bf16, fp16, accum sharded and no-sync, none and HSDP 2x2 at W=4")
 if failures:
     print("FAIL:\n  " + "\n  ".join(failures[:30]))
     sys.exit(1)

@@ -136,6 +136,17 @@ COMMAND=plan expect_error "plan without world size" "--world-size is required" -
 COMMAND=plan expect_error "plan world size zero" "--world-size: must be a positive integer, got '0'" \
   --world-size 0
 COMMAND=plan expect_error "plan format" "--format: must be text or json, got 'xml'" --world-size 2 --format xml
+expect_error "zero --comm-timeout" "--comm-timeout: must be positive, got '0'" --data "$tmp/small.bin" --comm-timeout 0
+expect_error "malformed --mesh" "--mesh: expected R,S" --data "$tmp/small.bin" --mesh 2
+expect_error "zero in --mesh" "--mesh: must be a positive integer, got '0'" --data "$tmp/small.bin" --mesh 0,1
+expect_error "--mesh with DDP" "--mesh 2,1: --sharding none replicates over every rank already" \
+  --data "$tmp/small.bin" --mesh 2,1 --sharding none
+RANKS=2 expect_error "--mesh not the world size" "--mesh 2,2: 2 x 2 = 4 ranks, but the job has 2" \
+  --data "$tmp/small.bin" --vocab-size 256 --seq-len 4 --mesh 2,2
+COMMAND=plan expect_error "plan --mesh not the world size" "--mesh 3,1: 3 x 1 = 3 ranks, but the job has 2" \
+  --world-size 2 --mesh 3,1
+COMMAND=plan expect_error "plan --ranks-per-node" "--ranks-per-node 3 does not divide --world-size 4" \
+  --world-size 4 --ranks-per-node 3
 COMMAND=plan expect_error "plan batch too large" "lower --batch-size or --seq-len" --world-size 2 --model gpt2 \
   --batch-size 100000 --seq-len 1024
 COMMAND=plan expect_error "llama kv heads" "model 'llama3-8b': --n-head 32 is not divisible by --n-kv-head 5" \

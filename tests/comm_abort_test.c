@@ -7,9 +7,12 @@
  *   comm_abort_test count-too-large  every rank passes a count above INT_MAX, which must
  *                                    be refused rather than truncated
  *   comm_abort_test bad-root         every rank broadcasts from a root that does not
- *                                    exist: MPI's error must come back as a message */
+ *                                    exist: MPI's error must come back as a message
+ *   comm_abort_test stalled-peer     rank 1 sleeps instead of joining a barrier: the
+ *                                    watchdog (a 1 s timeout) must end the job */
 #include <limits.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fsdp/comm.h"
 #include "fsdp/error.h"
@@ -30,8 +33,13 @@ int main(int argc, char **argv) {
   } else if (strcmp(mode, "bad-root") == 0) {
     float x = 0;
     comm_broadcast(world, &x, sizeof x, comm_size(world));
+  } else if (strcmp(mode, "stalled-peer") == 0) {
+    if (comm_size(world) < 2) fsdp_fatal("comm_abort_test stalled-peer needs at least 2 ranks");
+    comm_set_timeout(1.0);
+    if (comm_rank(world) == 1) sleep(60); /* far past the timeout and the test's limit */
+    comm_barrier(world);
   } else {
-    fsdp_fatal("usage: comm_abort_test rank-fails|count-too-large|bad-root");
+    fsdp_fatal("usage: comm_abort_test rank-fails|count-too-large|bad-root|stalled-peer");
   }
 
   /* Reaching this line is the bug under test; exiting 0 makes the wrapper fail. */

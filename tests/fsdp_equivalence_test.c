@@ -8,8 +8,11 @@
  * reshard-after-forward settings. Along the
  * way the memory tracker proves the sharded-state formula and the unsharded
  * buffers' lifetimes and limit.
- * Usage (under mpirun -np W): fsdp_equivalence_test MODEL full|grad-op|none, MODEL one
- * of tests/test_models.h's */
+ * With a mesh R,S (HSDP: sharded within S ranks, replicated across R), the same model
+ * matches full sharding over all W ranks and the single process, with and without
+ * overlap and accumulating in both modes.
+ * Usage (under mpirun -np W): fsdp_equivalence_test MODEL full|grad-op|none [R,S],
+ * MODEL one of tests/test_models.h's */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,11 +169,13 @@ struct variant {
 #define BLOCK_WRAP {WRAP_BLOCK, 0, RESHARD_AUTO}
 static const struct variant PLAIN = {"plain", 0, 1, 0, BLOCK_WRAP};
 
-static void train(struct comm_group *group, enum sharding_strategy s, const struct fsdp_overlap *overlap,
-                  const struct variant *v, int first_row, int rows, int check_memory, struct trajectory *out) {
+/* replicate: HSDP's replicas of group's shards, or NULL. */
+static void train(struct comm_group *group, struct comm_group *replicate, enum sharding_strategy s,
+                  const struct fsdp_overlap *overlap, const struct variant *v, int first_row, int rows,
+                  int check_memory, struct trajectory *out) {
   struct fsdp_model m;
   int K = v->micro_batches, micro = rows / K;
-  fsdp_model_init(&m, device_cpu(), group, s, overlap, NULL);
+  fsdp_model_init_hybrid(&m, device_cpu(), group, replicate, s, overlap, NULL);
   void *model = tested->family->create(&tested->config, &m, micro, SEQ, v->ac_every);
   fsdp_model_wrap(&m, &v->wrap);
   fsdp_model_init_params(&m, SEED);
@@ -236,15 +241,59 @@ static void check_close(const char *name, const struct trajectory *run, const st
   if (worst > PARAM_TOLERANCE) FAIL("%s: final parameters differ by up to %g", name, worst);
 }
 
+/* HSDP over a mesh of replicas x shard: with and without overlap (bit for bit), and
+ * accumulating in both modes (to rounding: the averages are taken in another order),
+ * it matches full sharding over all ranks and the single process. */
+static int check_hybrid(struct comm_group *world, enum sharding_strategy s, int replicas, int shard,
+                        const struct trajectory *reference) {
+  int W = comm_size(world), rank = comm_rank(world), rows = GLOBAL_BATCH / W;
+  struct comm_mesh mesh;
+  comm_mesh_init(&mesh, world, replicas, shard);
+  struct trajectory full = {0}, hybrid = {0}, overlapped = {0};
+  train(world, NULL, SHARD_FULL, &MODES[0].overlap, &PLAIN, rank * rows, rows, 0, &full);
+  train(mesh.shard, mesh.replicate, s, &MODES[0].overlap, &PLAIN, rank * rows, rows, 1, &hybrid);
+  train(mesh.shard, mesh.replicate, s, &MODES[3].overlap, &PLAIN, rank * rows, rows, 1, &overlapped);
+  check_bitwise_equal("hybrid, overlapped", &overlapped, &hybrid);
+  int K = rows % 2 == 0 ? 2 : 3;
+  const struct variant accumulated[] = {{"hybrid, accumulation, sharded", 0, K, 0, BLOCK_WRAP},
+                                        {"hybrid, accumulation, no sync", 0, K, 1, BLOCK_WRAP}};
+  for (int i = 0; i < 2; i++) {
+    struct trajectory run = {0};
+    train(mesh.shard, mesh.replicate, s, &MODES[3].overlap, &accumulated[i], rank * rows, rows, 0, &run);
+    check_close(accumulated[i].name, &run, &hybrid);
+    free(run.initial_params);
+    free(run.params);
+  }
+  check_close("hybrid against full sharding over every rank", &hybrid, &full);
+  check_close("hybrid against one process", &hybrid, reference);
+  if (memcmp(hybrid.initial_params, reference->initial_params, reference->n_params * sizeof(float)) != 0)
+    FAIL("hybrid: the initial parameters differ from the single-process model's");
+  int total = check_failures;
+  comm_all_reduce(world, &total, 1, COMM_I32, COMM_SUM);
+  if (rank == 0)
+    printf("equivalence: hybrid %s over a mesh %d x %d, losses %.6f -> %.6f, grad norms %.4f -> %.4f, max param "
+           "diff %.3g from full sharding over %d, %d failures\n",
+           sharding_strategy_name(s), replicas, shard, hybrid.loss[0], hybrid.loss[STEPS - 1], hybrid.grad_norm[0],
+           hybrid.grad_norm[STEPS - 1], max_param_diff(&hybrid, &full), W, total);
+  free(full.initial_params);
+  free(full.params);
+  free(hybrid.initial_params);
+  free(hybrid.params);
+  comm_mesh_free(&mesh);
+  return total;
+}
+
 int main(int argc, char **argv) {
   comm_init(&argc, &argv);
   struct comm_group *world = comm_world();
   int W = comm_size(world), rank = comm_rank(world);
   check_rank = rank;
-  tested = argc == 3 ? test_model_find(argv[1]) : NULL;
-  int strategy = argc == 3 ? sharding_strategy_parse(argv[2]) : -1;
+  tested = argc == 3 || argc == 4 ? test_model_find(argv[1]) : NULL;
+  int strategy = tested ? sharding_strategy_parse(argv[2]) : -1;
+  int replicas = 1, shard = W;
+  if (argc == 4 && (sscanf(argv[3], "%d,%d", &replicas, &shard) != 2 || replicas * shard != W)) strategy = -1;
   if (!tested || strategy < 0) {
-    fprintf(stderr, "usage: fsdp_equivalence_test MODEL full|grad-op|none\n");
+    fprintf(stderr, "usage: fsdp_equivalence_test MODEL full|grad-op|none [R,S with R S = W]\n");
     comm_abort(2);
   }
   if (GLOBAL_BATCH % W) {
@@ -253,7 +302,7 @@ int main(int argc, char **argv) {
   }
 
   struct trajectory reference = {0}, sharded = {0};
-  if (rank == 0) train(comm_self(), SHARD_FULL, NULL, &PLAIN, 0, GLOBAL_BATCH, 0, &reference);
+  if (rank == 0) train(comm_self(), NULL, SHARD_FULL, NULL, &PLAIN, 0, GLOBAL_BATCH, 0, &reference);
   comm_broadcast(world, &reference, sizeof reference.loss + sizeof reference.grad_norm, 0);
   comm_broadcast(world, &reference.n_params, sizeof reference.n_params, 0);
   size_t param_bytes = reference.n_params * sizeof(float);
@@ -266,10 +315,17 @@ int main(int argc, char **argv) {
 
   int rows = GLOBAL_BATCH / W;
   enum sharding_strategy s = (enum sharding_strategy)strategy;
-  train(world, s, &MODES[0].overlap, &PLAIN, rank * rows, rows, 1, &sharded);
+  if (replicas > 1) {
+    int failures = check_hybrid(world, s, replicas, shard, &reference);
+    free(reference.initial_params);
+    free(reference.params);
+    comm_finalize();
+    return failures ? 1 : 0;
+  }
+  train(world, NULL, s, &MODES[0].overlap, &PLAIN, rank * rows, rows, 1, &sharded);
   for (int mode = 1; mode < N_MODES; mode++) {
     struct trajectory overlapped = {0};
-    train(world, s, &MODES[mode].overlap, &PLAIN, rank * rows, rows, 1, &overlapped);
+    train(world, NULL, s, &MODES[mode].overlap, &PLAIN, rank * rows, rows, 1, &overlapped);
     check_bitwise_equal(MODES[mode].name, &overlapped, &sharded);
   }
   const struct fsdp_overlap *default_overlap = &MODES[3].overlap;
@@ -277,7 +333,7 @@ int main(int argc, char **argv) {
                                          {"activation checkpointing of every 2nd block", 2, 1, 0, BLOCK_WRAP}};
   for (int i = 0; i < 2; i++) {
     struct trajectory run = {0};
-    train(world, s, default_overlap, &checkpointed[i], rank * rows, rows, 0, &run);
+    train(world, NULL, s, default_overlap, &checkpointed[i], rank * rows, rows, 0, &run);
     check_bitwise_equal(checkpointed[i].name, &run, &sharded);
   }
   /* The rows of a rank split into K micro-batches: 2, or 3 where rows is odd. */
@@ -296,7 +352,7 @@ int main(int argc, char **argv) {
   };
   for (size_t i = 0; i < sizeof close / sizeof close[0]; i++) {
     struct trajectory run = {0};
-    train(world, s, default_overlap, &close[i], rank * rows, rows, 0, &run);
+    train(world, NULL, s, default_overlap, &close[i], rank * rows, rows, 0, &run);
     check_close(close[i].name, &run, &sharded);
     if (memcmp(run.initial_params, reference.initial_params, param_bytes) != 0)
       FAIL("%s: the initial parameters differ from the single-process model's", close[i].name);

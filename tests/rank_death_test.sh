@@ -1,11 +1,21 @@
 #!/bin/sh
-# A rank that dies mid-step (SIGKILL, as the OOM killer does it) must end the whole
-# job within a bounded time, with a message naming that rank, and leave no rank
-# behind waiting in a collective. Usage: rank_death_test.sh path/to/fsdp MPIRUN...
-FSDP=${1:?usage: rank_death_test.sh path/to/fsdp MPIRUN...}
-shift
+# A rank that dies mid-step (kill: SIGKILL, as the OOM killer does it) or stops
+# (stop: SIGSTOP, as a hung node or a debugger does it) must end the whole job within
+# a bounded time, with a message naming the rank, and leave no rank behind waiting in
+# a collective. A dead rank is noticed by mpirun; a stopped one only by the watchdog
+# (--comm-timeout) of the ranks waiting for it.
+# Usage: rank_death_test.sh kill|stop path/to/fsdp MPIRUN...
+MODE=${1:?usage: rank_death_test.sh kill|stop path/to/fsdp MPIRUN...}
+FSDP=${2:?usage: rank_death_test.sh kill|stop path/to/fsdp MPIRUN...}
+shift 2
 START_LIMIT=60  # seconds for the job to reach its first step
-EXIT_LIMIT=30   # seconds for the job to end once rank 1 is dead
+COMM_TIMEOUT=5  # --comm-timeout of the stop case: a slow (sanitized) step must not reach it
+case $MODE in
+  kill) SIGNAL=KILL EXIT_LIMIT=30 ;;  # seconds for the job to end once rank 1 is dead
+  # The watchdog's timeout, then MPI_Abort's teardown.
+  stop) SIGNAL=STOP EXIT_LIMIT=$((COMM_TIMEOUT + 15)) ;;
+  *) echo "rank_death_test.sh: unknown mode '$MODE' (kill or stop)"; exit 2 ;;
+esac
 fsdp_exe=$(readlink -f "$FSDP") || exit 2
 tmp=$(mktemp -d) || exit 2
 ranks=""
@@ -18,7 +28,7 @@ cleanup() {
     launcher=$(cat "$tmp/mpirun.pid")
     ranks="$ranks $(descendants "$launcher")"
   fi
-  for p in $ranks; do is_rank "$p" && kill -9 "$p" 2>/dev/null; done
+  for p in $ranks; do is_rank "$p" && kill -9 "$p" 2>/dev/null; done  # SIGKILL ends a stopped process too
   [ -n "$launcher" ] && kill -9 "$launcher" 2>/dev/null
   wait
   rm -rf "$tmp"
@@ -46,7 +56,7 @@ awk 'BEGIN {
 # The subshell records the launcher's PID (sh -c execs it) and, once it ends, its status.
 (
   sh -c 'echo $$ >"$0"; exec "$@"' "$tmp/mpirun.pid" "$@" -np 2 "$FSDP" train --model gpt2-tiny \
-    --data "$tmp/corpus.txt" --steps 100000 --batch-size 2 --seq-len 64 >"$tmp/out" 2>&1
+    --data "$tmp/corpus.txt" --steps 100000 --batch-size 2 --seq-len 64 --comm-timeout $COMM_TIMEOUT >"$tmp/out" 2>&1
   echo $? >"$tmp/status"
 ) &
 
@@ -68,25 +78,32 @@ done
 [ -n "$victim" ] || fail "no process of the job (launcher PID $mpirun_pid) has OMPI_COMM_WORLD_RANK=1"
 [ "$(echo "$ranks" | wc -w)" -eq 2 ] || fail "expected 2 rank processes under PID $mpirun_pid, found:$ranks"
 
-kill -9 "$victim"
+kill -s $SIGNAL "$victim"
 killed=$(now)
-echo "killed rank 1 (PID $victim) at step $(grep '^step ' "$tmp/out" | tail -n 1 | awk '{ print $2 }')"
+echo "sent SIG$SIGNAL to rank 1 (PID $victim) at step $(grep '^step ' "$tmp/out" | tail -n 1 | awk '{ print $2 }')"
 until [ -e "$tmp/status" ]; do
   [ "$(awk -v t="$(elapsed "$killed")" -v l=$EXIT_LIMIT 'BEGIN { print (t > l) }')" = 1 ] &&
-    fail "the job was still running ${EXIT_LIMIT} s after rank 1 died: a rank was left waiting"
+    fail "the job was still running ${EXIT_LIMIT} s after SIG$SIGNAL to rank 1: a rank was left waiting"
   sleep 0.2
 done
 took=$(elapsed "$killed")
 wait
 status=$(cat "$tmp/status")
 
-[ "$status" -ne 0 ] || fail "the job exited 0 after rank 1 was killed"
-# Open MPI 4.1 says e.g. "mpirun noticed that process rank 1 with PID 0 on node vm
-# exited on signal 9 (Killed)." (the PID it prints is not always the real one).
-grep -Eq 'process rank 1 with PID [0-9]+ on node .+ exited on signal 9' "$tmp/out" ||
-  fail "the output does not say that rank 1 exited on signal 9"
+[ "$status" -ne 0 ] || fail "the job exited 0 after SIG$SIGNAL to rank 1"
+if [ "$MODE" = kill ]; then
+  # Open MPI 4.1 says e.g. "mpirun noticed that process rank 1 with PID 0 on node vm
+  # exited on signal 9 (Killed)." (the PID it prints is not always the real one).
+  grep -Eq 'process rank 1 with PID [0-9]+ on node .+ exited on signal 9' "$tmp/out" ||
+    fail "the output does not say that rank 1 exited on signal 9"
+else
+  # e.g. "fsdp: error: rank 0: all-gather block 1 (MPI_Iallgather) has not finished after 3 s"
+  grep -Eq "fsdp: error: rank 0: (all-gather|reduce-scatter|all-reduce) [^(]+ \([^)]+\) has not finished after $COMM_TIMEOUT s \(--comm-timeout\)" "$tmp/out" ||
+    fail "the output lacks the watchdog's message naming rank 0, the unit and the collective"
+  grep -E 'has not finished' "$tmp/out"
+fi
 left=""
 for p in $ranks; do is_rank "$p" && left="$left $p"; done
 [ -z "$left" ] || fail "rank processes still running after the job ended:$left"
 
-echo "PASS: the job ended ${took} s after rank 1 was killed, status $status, naming rank 1"
+echo "PASS: the job ended ${took} s after SIG$SIGNAL to rank 1, status $status"

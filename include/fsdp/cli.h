@@ -64,6 +64,9 @@ struct train_options {
   float temperature;           /* sample only: 0 is greedy */
   int top_k;                   /* sample only: 0 keeps every token */
   const char *tokenizer;       /* sample only: llm.c's GPT-2 tokenizer file, or NULL */
+  float comm_timeout;          /* seconds a collective may take before the watchdog ends the job */
+  int mesh_replicate, mesh_shard; /* HSDP's mesh (R, S), R·S = W; 0, 0: (1, W) */
+  int ranks_per_node;          /* plan only: for the traffic within and between nodes; 0: S */
 };
 
 /* train and plan take the same model, batch and sharding flags; plan adds
@@ -77,6 +80,9 @@ enum options_command { OPTIONS_TRAIN, OPTIONS_PLAN, OPTIONS_EVAL, OPTIONS_EXPORT
  * was printed. */
 int train_options_parse(enum options_command command, struct train_options *o, int argc, char **argv);
 void train_options_print_help(enum options_command command);
+/* --mesh resolved for world_size ranks: (1, W) when not given; ends the job, naming
+ * --mesh, when R·S is not world_size. */
+void train_options_mesh(const struct train_options *o, int world_size, int *replicate, int *shard);
 /* B: --batch-size, or --global-batch-size / (world_size * --grad-accum), which must divide. */
 int train_options_batch_per_rank(const struct train_options *o, int world_size);
 
@@ -112,9 +118,9 @@ void token_split_batch(const struct token_split *s, uint64_t seed, uint64_t batc
 struct step_metrics {
   int step, steps;
   double loss, grad_norm, lr, step_ms, tokens_per_s;
-  /* comm_ms: the all-gather and reduce-scatter streams' busy time, added up;
-   * exposed_comm_ms: the compute thread's time blocked waiting for them. */
-  double comm_ms, all_gather_ms, reduce_scatter_ms, exposed_comm_ms;
+  /* comm_ms: the all-gather, reduce-scatter and (HSDP) replicate streams' busy time,
+   * added up; exposed_comm_ms: the compute thread's time blocked waiting for them. */
+  double comm_ms, all_gather_ms, reduce_scatter_ms, replicate_ms, exposed_comm_ms;
   double val_loss;           /* NAN when not evaluated this step */
   double loss_scale;         /* fp16: the dynamic loss scale the step ran with; else 0 */
   long minor_faults;         /* this rank's page faults in the step (getrusage) */

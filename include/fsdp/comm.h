@@ -66,6 +66,16 @@ void comm_take_traffic(struct comm_group *g, struct comm_traffic *out);
 struct comm_group *comm_group_dup(struct comm_group *g, const char *name);
 void comm_group_free(struct comm_group *g);
 
+/* HSDP's 2-D mesh of a group of R·S ranks: rank r shards within its shard group, the
+ * S consecutive ranks from r - r % S (a node's, when a node runs S ranks), at
+ * position r % S, and is replicated across its replicate group, the R ranks r % S,
+ * r % S + S, ..., at position r / S. Over a meta group, meta groups of S and R ranks. */
+struct comm_mesh {
+  struct comm_group *shard, *replicate;
+};
+void comm_mesh_init(struct comm_mesh *mesh, struct comm_group *g, int replicate, int shard);
+void comm_mesh_free(struct comm_mesh *mesh);
+
 /* The same collectives, launched on a stream (fsdp/device.h): they run in stream order,
  * and the caller records an event to know when they are done. Buffers must stay alive
  * and untouched until then. label names the span in profile traces. Over MPI the
@@ -87,6 +97,12 @@ void comm_set_reduce_scatter_algorithm(enum comm_reduce_scatter_algorithm a);
 /* Concatenates every rank's bytes on root, in rank order: returns a malloc'd buffer
  * (free it) with the total in *total_bytes on root, NULL elsewhere. */
 void *comm_gather_bytes(struct comm_group *g, const void *send, size_t bytes, int root, size_t *total_bytes);
+
+/* The watchdog: a collective, blocking or on a stream, that has not finished `seconds`
+ * after it started ends the whole job with a message naming this rank, the
+ * collective's label ("all-gather block 3") and the MPI call. Default 600 s, as NCCL's. */
+void comm_set_timeout(double seconds);
+double comm_timeout(void);
 
 /* Ends every rank of the job with the given exit code. */
 _Noreturn void comm_abort(int exit_code);

@@ -31,8 +31,8 @@ extern const struct fsdp_overlap FSDP_OVERLAP_DEFAULT;
 
 struct fsdp_model {
   struct device *device;
-  int world_size;
-  struct comm_group *group;
+  int world_size;           /* ranks the parameters are sharded over: the shard group's under HSDP */
+  struct comm_group *group; /* those ranks */
   enum sharding_strategy strategy;
   struct fsdp_overlap overlap;
   struct fsdp_streams streams;
@@ -66,8 +66,16 @@ void fsdp_model_init(struct fsdp_model *m, struct device *device, struct comm_gr
                      enum sharding_strategy strategy, const struct fsdp_overlap *overlap,
                      const struct fsdp_mixed_precision *mp);
 void fsdp_model_free(struct fsdp_model *m);
-/* Bytes this rank sent in the model's collectives since the last call (comm.h). */
-void fsdp_model_take_traffic(struct fsdp_model *m, struct comm_traffic *out);
+/* HSDP (hybrid sharding): parameters sharded over group and replicated across
+ * replicate (comm_mesh_init makes both); gradients are reduce-scattered within group,
+ * then all-reduced across replicate on a stream of their own, averaged over both.
+ * replicate NULL (or of one rank) is fsdp_model_init; strategy full or grad-op. */
+void fsdp_model_init_hybrid(struct fsdp_model *m, struct device *device, struct comm_group *group,
+                            struct comm_group *replicate, enum sharding_strategy strategy,
+                            const struct fsdp_overlap *overlap, const struct fsdp_mixed_precision *mp);
+/* Bytes this rank sent in the model's collectives since the last call (comm.h): within
+ * its shard group, and across the replicas (zero without them). */
+void fsdp_model_take_traffic(struct fsdp_model *m, struct comm_traffic *shard, struct comm_traffic *replicate);
 
 /* A module is what a model declares: the parameters one piece of its code uses
  * together (the embedding, a block, the final norm, the output projection), in the
@@ -170,15 +178,15 @@ void fsdp_model_adamw_step(struct fsdp_model *m, const struct adamw_config *cfg,
  * `total` (nanoGPT's schedule); step counts from 0. */
 float lr_warmup_cosine(int step, int warmup, int total, float lr, float min_lr);
 
-/* Mean and maximum of a per-rank value over the ranks of the model's group (on a
- * comm stream, so that the compute thread makes no MPI call). */
+/* Mean and maximum of a per-rank value over every rank of the model, replicas
+ * included (on the comm streams, so that the compute thread makes no MPI call). */
 double fsdp_model_mean_across_ranks(struct fsdp_model *m, double value);
 double fsdp_model_max_across_ranks(struct fsdp_model *m, double value);
 
-/* Milliseconds, since the last call, that the all-gather and reduce-scatter
- * streams were busy, and that the compute stream was blocked waiting on them. */
+/* Milliseconds, since the last call, that the all-gather, reduce-scatter and (HSDP)
+ * replicate streams were busy, and that the compute stream was blocked waiting on them. */
 struct fsdp_comm_times {
-  double all_gather_ms, reduce_scatter_ms, exposed_ms;
+  double all_gather_ms, reduce_scatter_ms, replicate_ms, exposed_ms;
 };
 void fsdp_model_take_comm_times(struct fsdp_model *m, struct fsdp_comm_times *out);
 

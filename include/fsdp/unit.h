@@ -36,15 +36,22 @@ enum unit_state { UNIT_SHARDED, UNIT_UNSHARDING, UNIT_UNSHARDED };
 /* Where units run their work: the device, its compute stream (the caller's thread on
  * CPU), and a stream with a communicator of its own for all-gathers and another for
  * reduce-scatters, so that the two kinds run concurrently without racing on one
- * communicator. A model's units share one. */
+ * communicator. Under HSDP a third, with a communicator over the replicas, all-reduces
+ * each reduce-scatter's result across them while the next unit's reduce-scatter runs.
+ * A model's units share one. */
 struct fsdp_streams {
   struct device *device;
   struct stream *compute, *all_gather, *reduce_scatter;
   struct comm_group *all_gather_group, *reduce_scatter_group;
+  struct stream *replicate;           /* NULL without replicas */
+  struct comm_group *replicate_group; /* NULL without replicas */
   int blocking; /* the compute stream waits for each collective right after launching it */
 };
 
-void fsdp_streams_init(struct fsdp_streams *s, struct device *device, struct comm_group *group);
+/* group: the ranks parameters are sharded over; replicate: the ranks holding the same
+ * shards (HSDP), or NULL (or a group of one) for none. */
+void fsdp_streams_init(struct fsdp_streams *s, struct device *device, struct comm_group *group,
+                       struct comm_group *replicate);
 void fsdp_streams_free(struct fsdp_streams *s);
 /* Blocks the compute stream until e; in a profile trace the wait is a span named
  * "wait <what>" on the compute track. */
@@ -87,6 +94,7 @@ struct fsdp_unit {
   double compute_begin_us;    /* where the span of the running forward or backward starts in a trace */
   struct event *compute_done; /* the compute stream's point a collective must wait for */
   struct event *gathered, *reduced;
+  struct event *scattered; /* HSDP: the reduce-scatter's end, which the all-reduce across replicas waits for */
 };
 
 /* The unit's name, place, policies and flat layout, its sharded state (zeroed) on the

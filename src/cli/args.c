@@ -210,6 +210,19 @@ static uint64_t parse_size(const char *flag, const char *text) {
   fsdp_fatal("%s: '%s' is not a size (BYTES, or a number with KB, MB, GB, KiB, MiB or GiB)", flag, text);
 }
 
+/* "R,S": both positive. */
+static void parse_mesh(const char *flag, const char *text, int *replicate, int *shard) {
+  const char *comma = strchr(text, ',');
+  if (!comma) fsdp_fatal("%s: expected R,S (replicas, ranks per shard group; e.g. 2,4), got '%s'", flag, text);
+  char first[32];
+  size_t n = (size_t)(comma - text);
+  if (n >= sizeof first) fsdp_fatal("%s: '%s' is not R,S", flag, text);
+  memcpy(first, text, n);
+  first[n] = '\0';
+  *replicate = parse_positive_int(flag, first);
+  *shard = parse_positive_int(flag, comma + 1);
+}
+
 /* ---- flags: how each one is applied, in the order of the table ---- */
 
 static enum sharding_strategy parse_sharding(const char *flag, const char *text) {
@@ -281,6 +294,12 @@ SETTER(set_prefetch, overlap.prefetch, parse_nonnegative_int)
 SETTER(set_backward_prefetch, overlap.backward_prefetch, parse_backward_prefetch)
 SETTER(set_max_unsharded, overlap.max_unsharded, parse_positive_int)
 SETTER(set_overlap, overlap.blocking, parse_blocking)
+
+SETTER(set_comm_timeout, comm_timeout, parse_positive_float)
+static void set_mesh(struct train_options *o, const char *flag, const char *v) {
+  parse_mesh(flag, v, &o->mesh_replicate, &o->mesh_shard);
+}
+SETTER(set_ranks_per_node, ranks_per_node, parse_positive_int)
 
 SETTER(set_ac, ac_every, parse_ac)
 SETTER(set_param_dtype, mp.param_dtype, parse_param_dtype)
@@ -389,7 +408,7 @@ struct flag {
 };
 
 static const char PLAN_ONLY[] = "plan", MODEL[] = "model", OVERLAP[] = "overlap of communication with compute",
-                  MEMORY[] = "memory", SCHEDULE[] = "batch and schedule",
+                  COMM[] = "communication", MEMORY[] = "memory", SCHEDULE[] = "batch and schedule",
                   OPTIMIZER[] = "optimizer (AdamW; the learning rate warms up to --lr, then decays to --min-lr)",
                   DATA[] = "data", OUTPUT[] = "output", EVAL_ONLY[] = "evaluation", EXPORT_ONLY[] = "export",
                   CHECKPOINTS[] = "checkpoints (docs/architecture.md)", SAMPLE_ONLY[] = "sampling";
@@ -398,6 +417,8 @@ static const char PLAN_ONLY[] = "plan", MODEL[] = "model", OVERLAP[] = "overlap 
 static const struct flag FLAGS[] = {
     {PLAN_ONLY, "--world-size", PLAN, "W", REQUIRED, set_world_size, "ranks the plan is for"},
     {PLAN_ONLY, "--format", PLAN, "text|json", DEFAULT("text"), set_format, "how the plan is printed"},
+    {PLAN_ONLY, "--ranks-per-node", PLAN, "N", NOTE("S of --mesh"), set_ranks_per_node,
+     "consecutive ranks on one machine, for the bytes sent within and between machines"},
 
     {MODEL, "--model", MODELS, "NAME", DEFAULT("shakespeare-char"), set_model, "preset:"},
     {MODEL, "--n-layer", MODELS, "N", NOTE("from the preset"), set_n_layer, "transformer blocks"},
@@ -438,6 +459,13 @@ static const struct flag FLAGS[] = {
      "units gathered at once under full sharding (a unit's own gather is never held back)"},
     {OVERLAP, "--overlap", BOTH, "on|off", DEFAULT("on"), set_overlap,
      "off: wait for every collective as soon as it is launched"},
+
+    {COMM, "--mesh", BOTH, "R,S", NOTE("1,W"), set_mesh,
+     "HSDP: shard within groups of S consecutive ranks (a node's) and replicate across R of them (R S = W): "
+     "gradients are reduce-scattered within a group, then all-reduced across the replicas"},
+    {COMM, "--comm-timeout", TRAIN, "SECONDS", DEFAULT("600"), set_comm_timeout,
+     "a collective not finished after this long ends the job, naming the rank, the unit and the collective (a "
+     "stopped, dead or unreachable rank)"},
 
     {MEMORY, "--ac", BOTH, "none|full|every:K", DEFAULT("none"), set_ac,
      "activation checkpointing of all blocks, or of every K-th one (blocks K-1, 2K-1, ...): a checkpointed block "
@@ -691,6 +719,24 @@ static void resolve_and_check(struct train_options *o) {
   if (!o->checkpoint_dir && o->keep_last) fsdp_fatal("--keep-last: needs --checkpoint-dir");
   if (o->resume && strcmp(o->resume, "auto") == 0 && !o->checkpoint_dir)
     fsdp_fatal("--resume auto: needs --checkpoint-dir, where it looks for the newest checkpoint");
+  if (o->mesh_replicate > 1 && o->sharding == SHARD_NONE)
+    fsdp_fatal("--mesh %d,%d: --sharding none replicates over every rank already (a mesh needs full or grad-op)",
+               o->mesh_replicate, o->mesh_shard);
+  if (o->world_size) {
+    int replicate, shard;
+    train_options_mesh(o, o->world_size, &replicate, &shard);
+    if (o->ranks_per_node && o->world_size % o->ranks_per_node != 0)
+      fsdp_fatal("--ranks-per-node %d does not divide --world-size %d", o->ranks_per_node, o->world_size);
+  }
+}
+
+void train_options_mesh(const struct train_options *o, int world_size, int *replicate, int *shard) {
+  *replicate = o->mesh_replicate ? o->mesh_replicate : 1;
+  *shard = o->mesh_shard ? o->mesh_shard : world_size;
+  long long ranks = (long long)*replicate * *shard;
+  if (ranks != world_size)
+    fsdp_fatal("--mesh %d,%d: %d x %d = %lld ranks, but the job has %d", *replicate, *shard, *replicate, *shard,
+               ranks, world_size);
 }
 
 int train_options_batch_per_rank(const struct train_options *o, int world_size) {

@@ -28,6 +28,7 @@ static void write_json_line(FILE *log, const char *log_path, const struct step_m
   cJSON_AddNumberToObject(o, "comm_ms", m->comm_ms);
   cJSON_AddNumberToObject(o, "all_gather_ms", m->all_gather_ms);
   cJSON_AddNumberToObject(o, "reduce_scatter_ms", m->reduce_scatter_ms);
+  cJSON_AddNumberToObject(o, "replicate_all_reduce_ms", m->replicate_ms);
   cJSON_AddNumberToObject(o, "exposed_comm_ms", m->exposed_comm_ms);
   cJSON_AddNumberToObject(o, "minor_faults", (double)m->minor_faults);
   cJSON_AddNumberToObject(o, "mem_peak_bytes", (double)m->mem_peak_bytes);

@@ -16,10 +16,39 @@
 
 struct plan {
   struct mem_stats mem; /* of the second step */
-  struct comm_traffic traffic;
+  struct comm_traffic traffic, replicate_traffic; /* within the shard group, across the replicas */
+  int replicas, shard, ranks_per_node;
+  double within_node, between_nodes; /* bytes a rank sends, on average over the ranks */
   size_t numel;
   int n_units, B;
 };
+
+/* The part of a ring's hops that leave a machine, on average over the groups of one
+ * kind: group g holds ranks first + g * group_step + k * stride, k < size, in ring
+ * order, and rank r runs on machine r / per_node. A rank of a ring sends all its bytes
+ * to the next one, so this is the part of a rank's bytes, on average over the ranks,
+ * that goes between machines. */
+static double between_nodes_fraction(int groups, int group_step, int size, int stride, int per_node) {
+  if (size == 1) return 0.0;
+  int crossing = 0;
+  for (int g = 0; g < groups; g++)
+    for (int k = 0; k < size; k++) {
+      int from = g * group_step + k * stride, to = g * group_step + (k + 1) % size * stride;
+      crossing += from / per_node != to / per_node;
+    }
+  return (double)crossing / ((double)groups * size);
+}
+
+static double sent(const struct comm_traffic *t) { return t->all_gather + t->reduce_scatter + t->all_reduce; }
+
+/* Shard group g is ranks g S .. g S + S - 1; replicate group k is ranks k, k + S, .... */
+static void split_by_node(struct plan *p) {
+  double shard_between = between_nodes_fraction(p->replicas, p->shard, p->shard, 1, p->ranks_per_node);
+  double replicate_between = between_nodes_fraction(p->shard, 1, p->replicas, p->shard, p->ranks_per_node);
+  double shard_bytes = sent(&p->traffic), replicate_bytes = sent(&p->replicate_traffic);
+  p->between_nodes = shard_between * shard_bytes + replicate_between * replicate_bytes;
+  p->within_node = shard_bytes + replicate_bytes - p->between_nodes;
+}
 
 static void make_plan(const struct train_options *o, struct plan *p) {
   memset(p, 0, sizeof *p);
@@ -33,8 +62,11 @@ static void make_plan(const struct train_options *o, struct plan *p) {
   struct step_metrics m;
   for (int step = 1; step <= 2; step++) {
     trainer_step(&t, step, &m);
-    fsdp_model_take_traffic(&t.fsdp, &p->traffic);
+    fsdp_model_take_traffic(&t.fsdp, &p->traffic, &p->replicate_traffic);
   }
+  train_options_mesh(o, o->world_size, &p->replicas, &p->shard);
+  p->ranks_per_node = o->ranks_per_node ? o->ranks_per_node : p->shard;
+  split_by_node(p);
   p->mem = m.mem;
   trainer_teardown(&t);
   comm_group_free(group);
@@ -67,6 +99,12 @@ static void print_text(const struct train_options *o, const struct plan *p) {
   printf("  all-gather      %12.2f MiB sent\n", mib(p->traffic.all_gather));
   printf("  reduce-scatter  %12.2f MiB sent\n", mib(p->traffic.reduce_scatter));
   printf("  all-reduce      %12.2f MiB sent\n", mib(p->traffic.all_reduce));
+  if (p->replicas > 1)
+    printf("  replicate all-reduce %7.2f MiB sent (HSDP mesh %d x %d: across the replicas)\n",
+           mib(sent(&p->replicate_traffic)), p->replicas, p->shard);
+  printf("  within a machine     %7.2f MiB, between machines %.2f MiB (%d consecutive ranks per machine, rings "
+         "in rank order; on average over the ranks)\n",
+         mib(p->within_node), mib(p->between_nodes), p->ranks_per_node);
 }
 
 static void print_json(const struct train_options *o, const struct plan *p) {
@@ -85,6 +123,12 @@ static void print_json(const struct train_options *o, const struct plan *p) {
   cJSON_AddNumberToObject(traffic, "all_gather", p->traffic.all_gather);
   cJSON_AddNumberToObject(traffic, "reduce_scatter", p->traffic.reduce_scatter);
   cJSON_AddNumberToObject(traffic, "all_reduce", p->traffic.all_reduce);
+  cJSON_AddNumberToObject(traffic, "replicate_all_reduce", sent(&p->replicate_traffic));
+  cJSON_AddNumberToObject(traffic, "within_node", p->within_node);
+  cJSON_AddNumberToObject(traffic, "between_nodes", p->between_nodes);
+  cJSON_AddNumberToObject(j, "mesh_replicate", p->replicas);
+  cJSON_AddNumberToObject(j, "mesh_shard", p->shard);
+  cJSON_AddNumberToObject(j, "ranks_per_node", p->ranks_per_node);
   char *text = cJSON_Print(j);
   if (!text) fsdp_fatal("plan: out of memory printing JSON");
   printf("%s\n", text);

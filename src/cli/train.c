@@ -28,6 +28,9 @@ static void log_run(const struct trainer *t) {
   fsdp_log_info("fsdp: %d ranks on %s, sharding %s, batch %d x %d per rank x %d micro-batches (%d tokens per step)",
                 t->world_size, device_name(t->device), sharding_strategy_name(t->opt.sharding), t->B, t->T, t->opt.grad_accum,
                 t->B * t->T * t->world_size * t->opt.grad_accum);
+  if (t->replicas > 1)
+    fsdp_log_info("hsdp: mesh %d x %d: sharded within %d ranks, replicated across %d", t->replicas,
+                  t->fsdp.world_size, t->fsdp.world_size, t->replicas);
   fsdp_log_info("memory: activation checkpointing %s, param dtype %s, reduce dtype %s, accumulation %s",
                 t->opt.ac_every == 0 ? "off" : t->opt.ac_every == 1 ? "of every block" : "of every k-th block",
                 dtype_name(t->opt.mp.param_dtype), dtype_name(t->opt.mp.reduce_dtype),
@@ -56,6 +59,8 @@ void trainer_setup(struct trainer *t, const struct train_options *o, struct devi
   t->T = o->seq_len;
   const char *too_large = o->family->batch_problem(&o->config, t->B, t->T);
   if (too_large) fsdp_fatal("%s", too_large);
+  int shard; /* --mesh is checked before the data is read */
+  train_options_mesh(o, t->world_size, &t->replicas, &shard);
 
   if (!planning) {
     token_data_load(&t->data, o->data, o->data_format, o->config.vocab_size);
@@ -64,7 +69,12 @@ void trainer_setup(struct trainer *t, const struct train_options *o, struct devi
                   t->val.n_tokens);
   }
 
-  fsdp_model_init(&t->fsdp, device, group, o->sharding, &o->overlap, &o->mp);
+  if (t->replicas > 1) {
+    comm_mesh_init(&t->mesh, group, t->replicas, shard);
+    fsdp_model_init_hybrid(&t->fsdp, device, t->mesh.shard, t->mesh.replicate, o->sharding, &o->overlap, &o->mp);
+  } else {
+    fsdp_model_init(&t->fsdp, device, group, o->sharding, &o->overlap, &o->mp);
+  }
   t->model = o->family->create(&o->config, &t->fsdp, t->B, t->T, o->ac_every);
   fsdp_model_wrap(&t->fsdp, &o->wrap);
   t->scaler.scale = o->loss_scale;
@@ -174,7 +184,8 @@ void trainer_step(struct trainer *t, int step, struct step_metrics *m) {
   device_memory_stats(t->device, &m->mem);
   m->loss = fsdp_model_mean_across_ranks(&t->fsdp, loss);
   m->mem_peak_bytes = (size_t)fsdp_model_max_across_ranks(&t->fsdp, (double)m->mem.total_peak);
-  m->comm_ms = comm.all_gather_ms + comm.reduce_scatter_ms;
+  m->comm_ms = comm.all_gather_ms + comm.reduce_scatter_ms + comm.replicate_ms;
+  m->replicate_ms = comm.replicate_ms;
   m->all_gather_ms = comm.all_gather_ms;
   m->reduce_scatter_ms = comm.reduce_scatter_ms;
   m->exposed_comm_ms = comm.exposed_ms;
@@ -202,6 +213,7 @@ void trainer_teardown(struct trainer *t) {
   free(t->targets);
   t->opt.family->free(t->model);
   fsdp_model_free(&t->fsdp);
+  if (t->replicas > 1) comm_mesh_free(&t->mesh);
   if (!t->planning) token_data_free(&t->data);
 }
 
@@ -212,6 +224,7 @@ int fsdp_train_main(int argc, char **argv) {
     comm_finalize();
     return 0;
   }
+  comm_set_timeout(o.comm_timeout);
   int rank = comm_rank(comm_world());
   if (o.trace_path && rank == 0) trace_file_check_writable(o.trace_path);
   if (o.snapshot_path && rank == 0) memory_snapshot_check_writable(o.snapshot_path);

@@ -16,6 +16,8 @@ struct trainer {
   struct device *device;
   struct comm_group *group;
   int rank, world_size, B, T;
+  int replicas;          /* HSDP: R of --mesh; 1 without */
+  struct comm_mesh mesh; /* HSDP: the shard and replicate groups, when replicas > 1 */
   int planning; /* `fsdp plan`: no data is loaded or sampled, nothing validated or logged */
   struct token_data data;
   struct token_split train, val;

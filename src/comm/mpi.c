@@ -3,6 +3,7 @@
 #include "fsdp/comm.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,8 +13,10 @@
 #include "fsdp/device.h"
 #include "fsdp/error.h"
 #include "fsdp/log.h"
+#include "fsdp/stream.h"
 #include "mpi_call.h"
 #include "ring.h"
+#include "watchdog.h"
 
 /* A group is an MPI communicator, or a meta group (comm_meta_group): ranks that exist
  * only in a plan, whose collectives move nothing and count what they would send. */
@@ -92,15 +95,18 @@ void mpi_wait(MPI_Request *requests, int n, const char *call) {
   enum { SPIN_POLLS = 64 };
   const long MIN_SLEEP_NS = 5000, MAX_SLEEP_NS = 1000000;
   long sleep_ns = MIN_SLEEP_NS;
+  watch_begin(call); /* the collective's own deadline, when one is waiting already */
   for (int polls = 0;; polls++) {
     int done = 0;
     MPI_CALL(call, MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE));
-    if (done) return;
+    if (done) break;
+    watch_check(call);
     if (polls < SPIN_POLLS) continue;
     struct timespec pause = {0, sleep_ns};
     nanosleep(&pause, NULL);
     if (sleep_ns < MAX_SLEEP_NS) sleep_ns *= 2;
   }
+  watch_end();
 }
 
 /* A failed query counts as "not running" rather than going through mpi_check:
@@ -130,6 +136,11 @@ static void open_group(struct comm_group *g, MPI_Comm comm, const char *name) {
 
 void comm_init(int *argc, char ***argv) {
   if (world_group.comm != MPI_COMM_NULL) return; /* MPI starts only once per process */
+  /* Open MPI's non-blocking all-reduce (libnbc) picks, for two ranks, an algorithm
+   * that sends the data one way and then back: on the testbed (bench/multinode.sh)
+   * HSDP's all-reduce across two nodes ran at half the link's rate. The ring sends
+   * both ways at once. Set only where the user has not chosen (MCA environment). */
+  setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", 0);
   int provided = MPI_THREAD_SINGLE;
   MPI_CALL("MPI_Init_thread", MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided));
   open_group(&world_group, MPI_COMM_WORLD, "MPI_Comm_set_errhandler(MPI_COMM_WORLD)");
@@ -145,6 +156,8 @@ void comm_init(int *argc, char ***argv) {
 
 void comm_finalize(void) {
   if (!mpi_is_running()) return;
+  /* MPI_Finalize waits for every rank without a bound; once all are here it does not. */
+  comm_barrier(&world_group);
   free_ring_workspace(&world_group);
   free_ring_workspace(&self_group);
   MPI_CALL("MPI_Finalize", MPI_Finalize());
@@ -354,6 +367,36 @@ struct comm_group *comm_group_dup(struct comm_group *g, const char *name) {
   return dup;
 }
 
+static struct comm_group *split_group(struct comm_group *g, int color, const char *name) {
+  struct comm_group *part = fsdp_xcalloc(1, sizeof *part);
+  MPI_Comm comm;
+  MPI_CALL("MPI_Comm_split", MPI_Comm_split(g->comm, color, g->rank, &comm));
+  MPI_CALL("MPI_Comm_set_name", MPI_Comm_set_name(comm, name));
+  open_group(part, comm, "MPI_Comm_set_errhandler");
+  return part;
+}
+
+void comm_mesh_init(struct comm_mesh *mesh, struct comm_group *g, int replicate, int shard) {
+  if (replicate < 1 || shard < 1 || replicate * shard != g->size)
+    fsdp_fatal("comm_mesh_init: a mesh of %d x %d ranks does not cover a group of %d", replicate, shard, g->size);
+  if (g->meta) {
+    mesh->shard = comm_meta_group(g->device, shard, g->rank % shard);
+    mesh->replicate = comm_meta_group(g->device, replicate, g->rank / shard);
+    return;
+  }
+  /* MPI_Comm_split waits for every rank with no bound; past this barrier, which the
+   * watchdog bounds, every rank is there. */
+  comm_barrier(g);
+  mesh->shard = split_group(g, g->rank / shard, "shard");
+  mesh->replicate = split_group(g, g->rank % shard, "replicate");
+}
+
+void comm_mesh_free(struct comm_mesh *mesh) {
+  comm_group_free(mesh->shard);
+  comm_group_free(mesh->replicate);
+  mesh->shard = mesh->replicate = NULL;
+}
+
 void comm_group_free(struct comm_group *g) {
   free_ring_workspace(g);
   if (!g->meta) MPI_CALL("MPI_Comm_free", MPI_Comm_free(&g->comm));
@@ -375,32 +418,36 @@ struct collective {
   size_t count;
   enum comm_dtype dtype;
   enum comm_reduce_op op;
+  char label[STREAM_LABEL_MAX]; /* what the watchdog names when it times out */
 };
 
 static void run_collective(void *arg) {
   const struct collective *c = arg;
+  watch_begin(c->label);
   switch (c->kind) {
     case ALL_GATHER: comm_all_gather(c->group, c->send, c->recv, c->count, c->dtype); break;
     case REDUCE_SCATTER: reduce_scatter_now(c->group, c->workspace, c->send, c->recv, c->count, c->dtype, c->op); break;
     case ALL_REDUCE: comm_all_reduce(c->group, c->recv, c->count, c->dtype, c->op); break;
   }
+  watch_end();
 }
 
 /* Collectives on a stream run where the stream's device runs its work: MPI moves host
  * memory, so only cpu streams (and meta ones, which run nothing) can carry them; a GPU
  * needs NCCL, or staging through pinned host memory. */
-static void launch(struct comm_group *g, struct stream *s, const char *label, const struct collective *c) {
+static void launch(struct comm_group *g, struct stream *s, const char *label, struct collective *c) {
   if (g->meta) return;
   if (device_kind(stream_device(s)) != DEVICE_CPU)
     fsdp_fatal("%s: collectives over MPI run on cpu streams, not on a %s stream (NCCL is not built in)", label,
                device_name(stream_device(s)));
+  snprintf(c->label, sizeof c->label, "%s", label);
   stream_launch(s, label, run_collective, c, sizeof *c);
 }
 
 void comm_all_gather_async(struct comm_group *g, struct stream *s, const char *label, const void *send,
                            void *recv, size_t count, enum comm_dtype dtype) {
   g->traffic.all_gather += ring_sent(g, (double)(count * comm_dtype_size(dtype)));
-  struct collective c = {ALL_GATHER, g, NULL, send, recv, count, dtype, COMM_SUM};
+  struct collective c = {ALL_GATHER, g, NULL, send, recv, count, dtype, COMM_SUM, ""};
   launch(g, s, label, &c);
 }
 
@@ -408,7 +455,7 @@ void comm_reduce_scatter_async(struct comm_group *g, struct stream *s, const cha
                                void *recv, size_t count, enum comm_dtype dtype, enum comm_reduce_op op) {
   check_reducible(dtype, op, true, "comm_reduce_scatter_async"); /* now, not later on the stream's thread */
   g->traffic.reduce_scatter += ring_sent(g, (double)(count * comm_dtype_size(dtype)));
-  struct collective c = {REDUCE_SCATTER, g, workspace_for(g, s, count, dtype, op), send, recv, count, dtype, op};
+  struct collective c = {REDUCE_SCATTER, g, workspace_for(g, s, count, dtype, op), send, recv, count, dtype, op, ""};
   launch(g, s, label, &c);
 }
 
@@ -416,7 +463,7 @@ void comm_all_reduce_async(struct comm_group *g, struct stream *s, const char *l
                            enum comm_dtype dtype, enum comm_reduce_op op) {
   check_reducible(dtype, op, false, "comm_all_reduce_async"); /* now, not later on the stream's thread */
   g->traffic.all_reduce += 2 * ring_sent(g, (double)(count * comm_dtype_size(dtype)) / g->size);
-  struct collective c = {ALL_REDUCE, g, NULL, NULL, buf, count, dtype, op};
+  struct collective c = {ALL_REDUCE, g, NULL, NULL, buf, count, dtype, op, ""};
   launch(g, s, label, &c);
 }
 

@@ -37,15 +37,17 @@ int fsdp_checkpoint_tensors(const struct fsdp_model *m, struct ckpt_tensor **out
 }
 
 /* The elements of parameter p this rank writes (param-local) and where they start in its
- * shard. A replicated parameter (none) is split evenly over the ranks. */
+ * shard. Ranks that hold the same elements split them evenly, so that the files hold the
+ * model once: every rank under none, the replicas of a shard under HSDP. */
 static struct owned_range written_range(const struct fsdp_model *m, const struct fsdp_unit *u, int p) {
   struct sharded_param_info info = fsdp_unit_param_info(u, p);
   struct owned_range r = {info.begin, info.end, info.shard_offset};
-  if (u->strategy != SHARD_NONE) return r;
-  size_t n = info.end - info.begin, w = (size_t)m->world_size, rank = (size_t)comm_rank(m->group);
-  r.begin = n * rank / w;
-  r.end = n * (rank + 1) / w;
-  r.shard_offset = info.shard_offset + r.begin;
+  struct comm_group *holders = u->strategy == SHARD_NONE ? m->group : m->streams.replicate_group;
+  if (!holders || comm_size(holders) == 1) return r;
+  size_t n = info.end - info.begin, w = (size_t)comm_size(holders), rank = (size_t)comm_rank(holders);
+  r.begin = info.begin + n * rank / w;
+  r.end = info.begin + n * (rank + 1) / w;
+  r.shard_offset = info.shard_offset + n * rank / w;
   return r;
 }
 

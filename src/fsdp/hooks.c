@@ -141,6 +141,7 @@ void fsdp_model_wait_for_grads(struct fsdp_model *m) {
 void fsdp_model_synchronize(struct fsdp_model *m) {
   stream_synchronize(m->streams.all_gather);
   stream_synchronize(m->streams.reduce_scatter);
+  if (m->streams.replicate) stream_synchronize(m->streams.replicate);
 }
 
 void fsdp_prefetch_for_next_step(struct fsdp_model *m, struct fsdp_unit *u) {

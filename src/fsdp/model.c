@@ -16,7 +16,15 @@
 void fsdp_model_init(struct fsdp_model *m, struct device *device, struct comm_group *group,
                      enum sharding_strategy strategy, const struct fsdp_overlap *overlap,
                      const struct fsdp_mixed_precision *mp) {
+  fsdp_model_init_hybrid(m, device, group, NULL, strategy, overlap, mp);
+}
+
+void fsdp_model_init_hybrid(struct fsdp_model *m, struct device *device, struct comm_group *group,
+                            struct comm_group *replicate, enum sharding_strategy strategy,
+                            const struct fsdp_overlap *overlap, const struct fsdp_mixed_precision *mp) {
   memset(m, 0, sizeof *m);
+  /* Replicas of a replicated model would be DDP over all of them. */
+  FSDP_CHECK(!replicate || comm_size(replicate) == 1 || strategy != SHARD_NONE);
   m->device = device;
   m->group = group;
   m->world_size = comm_size(group);
@@ -30,7 +38,7 @@ void fsdp_model_init(struct fsdp_model *m, struct device *device, struct comm_gr
     m->overlap.prefetch = 0;
     m->overlap.backward_prefetch = BACKWARD_PREFETCH_NONE;
   }
-  fsdp_streams_init(&m->streams, device, group);
+  fsdp_streams_init(&m->streams, device, group, replicate);
   m->streams.blocking = m->overlap.blocking;
   m->collective_done = event_create(device);
   m->norm_sum = device_alloc(device, sizeof(double), MEM_OTHER, m->streams.compute);
@@ -48,13 +56,15 @@ void fsdp_model_free(struct fsdp_model *m) {
   fsdp_streams_free(&m->streams);
 }
 
-void fsdp_model_take_traffic(struct fsdp_model *m, struct comm_traffic *out) {
+void fsdp_model_take_traffic(struct fsdp_model *m, struct comm_traffic *shard, struct comm_traffic *replicate) {
   struct comm_traffic gather, reduce;
   comm_take_traffic(m->streams.all_gather_group, &gather);
   comm_take_traffic(m->streams.reduce_scatter_group, &reduce);
-  out->all_gather = gather.all_gather + reduce.all_gather;
-  out->reduce_scatter = gather.reduce_scatter + reduce.reduce_scatter;
-  out->all_reduce = gather.all_reduce + reduce.all_reduce;
+  shard->all_gather = gather.all_gather + reduce.all_gather;
+  shard->reduce_scatter = gather.reduce_scatter + reduce.reduce_scatter;
+  shard->all_reduce = gather.all_reduce + reduce.all_reduce;
+  memset(replicate, 0, sizeof *replicate);
+  if (m->streams.replicate_group) comm_take_traffic(m->streams.replicate_group, replicate);
 }
 
 void fsdp_model_init_params(struct fsdp_model *m, uint64_t seed) {
@@ -72,19 +82,34 @@ static struct tensor shard_of(const struct fsdp_unit *u, float *buffer) {
   return tensor_1d(buffer, DTYPE_F32, u->layout.shard);
 }
 
-/* On the reduce-scatter stream, after the compute stream's work so far, and waited for.
- * value is host memory on cpu, device memory on a GPU. */
-static void all_reduce_now(struct fsdp_model *m, double *value, enum comm_reduce_op op, const char *label) {
+/* On comm stream `on` over group g, after the compute stream's work so far, and waited
+ * for. value is host memory on cpu, device memory on a GPU. */
+static void all_reduce_on(struct fsdp_model *m, struct stream *on, struct comm_group *g, double *value,
+                          enum comm_reduce_op op, const char *label) {
   struct fsdp_streams *s = &m->streams;
   event_record(m->collective_done, s->compute);
-  stream_wait_event(s->reduce_scatter, m->collective_done);
-  comm_all_reduce_async(s->reduce_scatter_group, s->reduce_scatter, label, value, 1, COMM_F64, op);
-  event_record(m->collective_done, s->reduce_scatter);
+  stream_wait_event(on, m->collective_done);
+  comm_all_reduce_async(g, on, label, value, 1, COMM_F64, op);
+  event_record(m->collective_done, on);
   fsdp_streams_wait(s, m->collective_done, label);
 }
 
+/* Over the shard group (on the reduce-scatter stream). */
+static void all_reduce_now(struct fsdp_model *m, double *value, enum comm_reduce_op op, const char *label) {
+  all_reduce_on(m, m->streams.reduce_scatter, m->streams.reduce_scatter_group, value, op, label);
+}
+
+/* Over every rank: the shard group, then across the replicas (an average of the
+ * groups' averages is the average over all, the groups being the same size). */
+static void all_reduce_everywhere(struct fsdp_model *m, double *value, enum comm_reduce_op op, const char *label) {
+  all_reduce_now(m, value, op, label);
+  if (m->streams.replicate) all_reduce_on(m, m->streams.replicate, m->streams.replicate_group, value, op, label);
+}
+
 /* Padding is zero in every gradient shard, so a whole shard's sum of squares is that of
- * the elements this rank owns. On the meta device nothing is summed: the norm is 0. */
+ * the elements this rank owns; summed over the shard group, every element counts once
+ * (under HSDP the replicas hold the same shards and the same sum). On the meta device
+ * nothing is summed: the norm is 0. */
 double fsdp_model_grad_norm(struct fsdp_model *m) {
   fsdp_model_wait_for_grads(m);
   for (int i = 0; i < m->n_units; i++) FSDP_CHECK(!m->units[i]->unreduced);
@@ -161,12 +186,12 @@ void fsdp_model_adamw_step(struct fsdp_model *m, const struct adamw_config *cfg,
 }
 
 double fsdp_model_mean_across_ranks(struct fsdp_model *m, double value) {
-  all_reduce_now(m, &value, COMM_AVG, "all-reduce mean");
+  all_reduce_everywhere(m, &value, COMM_AVG, "all-reduce mean");
   return value;
 }
 
 double fsdp_model_max_across_ranks(struct fsdp_model *m, double value) {
-  all_reduce_now(m, &value, COMM_MAX, "all-reduce max");
+  all_reduce_everywhere(m, &value, COMM_MAX, "all-reduce max");
   return value;
 }
 
@@ -178,6 +203,13 @@ void fsdp_model_take_comm_times(struct fsdp_model *m, struct fsdp_comm_times *ou
   out->all_gather_ms = gather.busy_ms;
   out->reduce_scatter_ms = reduce.busy_ms;
   out->exposed_ms = compute.blocked_ms;
+  out->replicate_ms = 0.0;
+  if (m->streams.replicate) {
+    struct stream_times replicate;
+    stream_get_times(m->streams.replicate, &replicate);
+    out->replicate_ms = replicate.busy_ms;
+    stream_reset_times(m->streams.replicate);
+  }
   stream_reset_times(m->streams.all_gather);
   stream_reset_times(m->streams.reduce_scatter);
   stream_reset_times(m->streams.compute);

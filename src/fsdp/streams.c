@@ -6,13 +6,20 @@
 
 #include <stdio.h>
 
-void fsdp_streams_init(struct fsdp_streams *s, struct device *device, struct comm_group *group) {
+void fsdp_streams_init(struct fsdp_streams *s, struct device *device, struct comm_group *group,
+                       struct comm_group *replicate) {
   s->device = device;
   s->compute = device_host_stream_create(device, "compute");
   s->all_gather = device_stream_create(device, "all-gather");
   s->reduce_scatter = device_stream_create(device, "reduce-scatter");
   s->all_gather_group = comm_group_dup(group, "all-gather");
   s->reduce_scatter_group = comm_group_dup(group, "reduce-scatter");
+  s->replicate = NULL;
+  s->replicate_group = NULL;
+  if (replicate && comm_size(replicate) > 1) {
+    s->replicate = device_stream_create(device, "replicate all-reduce");
+    s->replicate_group = comm_group_dup(replicate, "replicate all-reduce");
+  }
   s->blocking = 0;
 }
 
@@ -22,6 +29,10 @@ void fsdp_streams_free(struct fsdp_streams *s) {
   stream_destroy(s->compute);
   comm_group_free(s->all_gather_group);
   comm_group_free(s->reduce_scatter_group);
+  if (s->replicate) {
+    stream_destroy(s->replicate);
+    comm_group_free(s->replicate_group);
+  }
 }
 
 void fsdp_streams_wait(const struct fsdp_streams *s, struct event *e, const char *what) {

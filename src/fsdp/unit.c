@@ -55,6 +55,7 @@ void fsdp_unit_init(struct fsdp_unit *u, const char *name, const struct param_sp
   u->compute_done = event_create(streams->device);
   u->gathered = event_create(streams->device);
   u->reduced = event_create(streams->device);
+  u->scattered = event_create(streams->device);
 }
 
 void fsdp_unit_free(struct fsdp_unit *u) {
@@ -70,6 +71,7 @@ void fsdp_unit_free(struct fsdp_unit *u) {
   event_destroy(u->compute_done);
   event_destroy(u->gathered);
   event_destroy(u->reduced);
+  event_destroy(u->scattered);
   flat_layout_free(&u->layout);
   memset(u, 0, sizeof *u);
 }
@@ -249,12 +251,23 @@ void fsdp_unit_reduce_grads(struct fsdp_unit *u) {
     out = u->reduce_output;
   }
   launch_reduction(u, label.text, out);
+  struct stream *last = s->reduce_scatter;
+  if (s->replicate && !replicated) {
+    /* HSDP: the shard group's average, averaged again across the replicas, is the
+     * average over every rank; on a stream of its own, so that the next unit's
+     * reduce-scatter does not wait for it. */
+    event_record(u->scattered, s->reduce_scatter);
+    stream_wait_event(s->replicate, u->scattered);
+    struct label across = label_of("replicate all-reduce", u);
+    comm_all_reduce_async(s->replicate_group, s->replicate, across.text, out, u->layout.shard, COMM_F32, COMM_AVG);
+    last = s->replicate;
+  }
   if (out != u->grad_shard) {
-    struct nn_ctx c = ctx_on(u, s->reduce_scatter);
+    struct nn_ctx c = ctx_on(u, last);
     nn_add(&c, shard_tensor(u, u->grad_shard), shard_tensor(u, out));
   }
   mem_pop_context();
-  event_record(u->reduced, s->reduce_scatter);
+  event_record(u->reduced, last);
   if (!replicated) u->grad_reducing = u->grad_full;
   u->grad_full = NULL;
   u->reducing = 1;

@@ -1,0 +1,116 @@
+# A testbed of "nodes" on one machine, sourced by the testbed tests and benchmarks:
+# each node is a network namespace (its own interfaces, addresses and routes), its
+# jobs run in a UTS namespace of their own (its own hostname), and the nodes hang off
+# one bridge in a switch namespace of its own through veth pairs, so that nothing of
+# the machine's own network is touched. Each node's uplink can be shaped with tc:
+# a rate (tbf) and a one-way latency (netem, where the kernel has it). mpirun runs in
+# node 0 and starts Open MPI's daemons in the other nodes through agent.sh instead
+# of ssh. Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and iproute2.
+#
+#   testbed_check                 exits 77 (skipped) with the reason when it cannot run here
+#   testbed_up NODES              creates the nodes, 10.99.0.1 ... on 10.99.0.0/24
+#   testbed_shape RATE [LATENCY]  shapes every node's uplink, e.g. 1gbit 1ms (tc units)
+#   testbed_hostfile SLOTS        a hostfile of the nodes with SLOTS ranks each, on stdout
+#   testbed_mpirun ARGS...        mpirun in node 0 over the nodes (ARGS: -np, --hostfile, ...)
+#   testbed_link NODE up|down     takes node NODE's link to the switch down or up again
+#   testbed_down                  ends what runs in the nodes and removes them (testbed_up traps EXIT)
+# A sourced file cannot find itself in POSIX sh: the caller says where it is.
+TESTBED_DIR=$(cd "${TESTBED_DIR:?set TESTBED_DIR to tests/testbed before sourcing testbed.sh}" && pwd)
+FSDP_TESTBED=fsdptb$$ # unique per testbed, so that two can run at once
+TESTBED_NODES=0
+TESTBED_SHAPED=""
+
+testbed_skip() {
+  echo "SKIPPED: $*"
+  exit 77
+}
+
+testbed_check() {
+  [ "$(id -u)" -eq 0 ] || testbed_skip "the testbed needs root (network namespaces)"
+  command -v ip >/dev/null || testbed_skip "no ip command (install iproute2)"
+  command -v tc >/dev/null || testbed_skip "no tc command (install iproute2)"
+  command -v unshare >/dev/null || testbed_skip "no unshare command (install util-linux)"
+  ip netns add "$FSDP_TESTBED-probe" 2>/dev/null || testbed_skip "cannot create network namespaces here"
+  ip netns del "$FSDP_TESTBED-probe"
+  unshare --uts true 2>/dev/null || testbed_skip "cannot create UTS namespaces here"
+}
+
+# in NAMESPACE COMMAND...
+in_ns() {
+  ns=$1
+  shift
+  ip netns exec "$FSDP_TESTBED-$ns" "$@"
+}
+
+testbed_up() {
+  TESTBED_NODES=$1
+  trap testbed_down EXIT
+  trap 'exit 2' INT TERM
+  ip netns add "$FSDP_TESTBED-sw"
+  in_ns sw ip link set lo up
+  in_ns sw ip link add br0 type bridge
+  in_ns sw ip link set br0 up
+  i=0
+  while [ $i -lt "$TESTBED_NODES" ]; do
+    ip netns add "$FSDP_TESTBED-n$i"
+    in_ns "n$i" ip link set lo up
+    # A lost node must be noticed within seconds, as a cluster's failure detection
+    # would: Open MPI's daemons talk over TCP, which otherwise retransmits for ~15
+    # minutes before giving up on a peer (tcp_retries2 is per network namespace).
+    in_ns "n$i" sh -c 'echo 4 >/proc/sys/net/ipv4/tcp_retries2'
+    in_ns sw ip link add "port$i" type veth peer name eth0 netns "$FSDP_TESTBED-n$i"
+    in_ns sw ip link set "port$i" master br0 up
+    in_ns "n$i" ip addr add "10.99.0.$((i + 1))/24" dev eth0
+    in_ns "n$i" ip link set eth0 up
+    i=$((i + 1))
+  done
+}
+
+# Egress of each node's eth0: what a node sends goes through its link at RATE, and
+# LATENCY later, so that between two nodes the link is RATE each way and LATENCY one way.
+testbed_shape() {
+  rate=$1 latency=${2:-}
+  i=0
+  TESTBED_SHAPED="rate $rate, latency not shaped"
+  while [ $i -lt "$TESTBED_NODES" ]; do
+    # Offloads would hand tbf 64 KiB packets; a burst of 256 KiB takes them whole.
+    if [ -n "$latency" ] && in_ns "n$i" tc qdisc replace dev eth0 root netem delay "$latency" rate "$rate" limit 100000 2>/dev/null; then
+      TESTBED_SHAPED="rate $rate, latency $latency (netem)"
+    else
+      in_ns "n$i" tc qdisc replace dev eth0 root tbf rate "$rate" burst 256kb latency 50ms
+      [ -n "$latency" ] && TESTBED_SHAPED="rate $rate (tbf); latency $latency not shaped: this kernel has no netem"
+    fi
+    i=$((i + 1))
+  done
+  echo "testbed: $TESTBED_NODES nodes, each uplink $TESTBED_SHAPED"
+}
+
+testbed_hostfile() {
+  i=0
+  while [ $i -lt "$TESTBED_NODES" ]; do
+    echo "10.99.0.$((i + 1)) slots=$1"
+    i=$((i + 1))
+  done
+}
+
+# Only the nodes' interface carries MPI's traffic and Open MPI's own (never lo across
+# nodes); no tree spawn: node 0's mpirun starts every daemon itself.
+testbed_mpirun() {
+  in_ns n0 unshare --uts env FSDP_TESTBED="$FSDP_TESTBED" sh -c 'hostname "$FSDP_TESTBED-node0" && exec "$@"' sh \
+    mpirun --allow-run-as-root --oversubscribe \
+    --mca plm_rsh_agent "$TESTBED_DIR/agent.sh" --mca plm_rsh_no_tree_spawn 1 \
+    --mca btl_tcp_if_include 10.99.0.0/24 --mca oob_tcp_if_include 10.99.0.0/24 \
+    -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 "$@"
+}
+
+testbed_link() {
+  in_ns sw ip link set "port$1" "$2"
+}
+
+testbed_down() {
+  for ns in $(ip netns list | awk -v p="$FSDP_TESTBED-" 'index($1, p) == 1 { print $1 }'); do
+    # Whatever this testbed started in its namespaces (daemons, ranks) ends with it.
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
+    ip netns del "$ns" 2>/dev/null
+  done
+}
