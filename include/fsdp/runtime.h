@@ -22,7 +22,7 @@ enum backward_prefetch {
 struct fsdp_overlap {
   int prefetch;             /* units ahead whose all-gather is in flight during a forward (0: none) */
   enum backward_prefetch backward_prefetch;
-  int max_unsharded;        /* units, the root aside, gathered or being gathered at once under full sharding */
+  int max_unsharded;        /* units gathered or being gathered at once under full sharding (prefetches wait) */
   int blocking;             /* wait for every collective right after launching it: no overlap at all */
 };
 
