@@ -20,7 +20,7 @@
 #include "layers.h"
 
 /* The backward's datt for one batch element at a time: (NH, T, T) in the compute dtype. */
-size_t cuda_attention_backward_scratch(const struct tensor *att) {
+size_t cuda_gpt2_attention_backward_scratch(const struct tensor *att) {
   return att->shape[1] * att->shape[2] * att->shape[3] * dtype_size(att->dtype);
 }
 

@@ -17,7 +17,7 @@ void cuda_init_normal(void *args);
 void cuda_adamw(void *args);
 
 /* GPT-2's layers: layers_gpt2.c, matmul.c, attention.c. */
-size_t cuda_attention_backward_scratch(const struct tensor *att);
+size_t cuda_gpt2_attention_backward_scratch(const struct tensor *att);
 void cuda_encoder_forward(void *args);
 void cuda_encoder_backward(void *args);
 void cuda_layernorm_forward(void *args);

@@ -3,6 +3,12 @@
 /* The GPU computes in the parameters' own dtype: bf16 and fp16 natively, fp32 as fp32. */
 static enum dtype cuda_compute_dtype(enum dtype param_dtype) { return param_dtype; }
 
+/* One size serves attention_backward and gqa_attention_backward (ops.h): the larger of
+ * the two ops' needs, once gqa_attention_backward is written for the GPU. */
+static size_t cuda_attention_backward_scratch(const struct tensor *att) {
+  return cuda_gpt2_attention_backward_scratch(att);
+}
+
 /* GPT-2's layers are written; Llama's (rmsnorm, rope, swiglu, gqa attention) and
  * init_trunc_normal are not yet: their entries are NULL, and nn.c ends the job naming the
  * op (nn.h). */
