@@ -6,10 +6,7 @@
  * glibc's (init_normal.cu), and which must still give the same bits run after run; for
  * sum and sum_squares, whose blocks add up in another order (sum.cu), 1e-12 of the sum
  * of the magnitudes added (the initial value's and every term's).
- *
- * `nn_cuda_test missing-kernel` calls a layer kernel that the cuda backend does not
- * have yet, which must end the job with "not implemented on device cuda".
- * Both exit 77 (ctest: skipped) where there is no GPU. */
+ * It exits 77 (ctest: skipped) where there is no GPU. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -330,16 +327,7 @@ static void test_adamw(size_t n) {
   }
 }
 
-/* gelu has no cuda kernel yet: the call must end the job, naming it. */
-static int call_missing_kernel(void) {
-  void *x = device_alloc(gpu, 16 * sizeof(float), MEM_OTHER, gpu_ctx.stream);
-  nn_gelu_forward(&gpu_ctx, t1(x, DTYPE_F32, 16), t1(x, DTYPE_F32, 16));
-  stream_synchronize(gpu_ctx.stream);
-  fprintf(stderr, "FAIL: nn_gelu_forward returned on the cuda device\n");
-  return 0;
-}
-
-int main(int argc, char **argv) {
+int main(void) {
   char why[256];
   if (!device_cuda_available(why, sizeof why)) {
     printf("nn_cuda_test: skipped: no GPU to run on (%s)\n", why);
@@ -348,8 +336,6 @@ int main(int argc, char **argv) {
   gpu = device_open(DEVICE_CUDA, DEVICE_CUDA);
   gpu_ctx = (struct nn_ctx){gpu, device_stream_create(gpu, "nn_cuda_test")};
   cpu_ctx = (struct nn_ctx){device_cpu(), device_host_stream_create(device_cpu(), "nn_cuda_test cpu")};
-  if (argc > 1 && strcmp(argv[1], "missing-kernel") == 0) return call_missing_kernel();
-  if (argc > 1) fsdp_fatal("usage: nn_cuda_test [missing-kernel]");
 
   for (size_t s = 0; s < sizeof SIZES / sizeof SIZES[0]; s++) {
     size_t n = SIZES[s];

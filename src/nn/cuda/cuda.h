@@ -16,4 +16,20 @@ void cuda_fill(void *args);
 void cuda_init_normal(void *args);
 void cuda_adamw(void *args);
 
+/* GPT-2's layers: layers_gpt2.c, matmul.c, attention.c. */
+size_t cuda_gpt2_attention_backward_scratch(const struct tensor *att);
+void cuda_encoder_forward(void *args);
+void cuda_encoder_backward(void *args);
+void cuda_layernorm_forward(void *args);
+void cuda_layernorm_backward(void *args);
+void cuda_matmul_forward(void *args);
+void cuda_matmul_backward(void *args);
+void cuda_attention_forward(void *args);
+void cuda_attention_backward(void *args);
+void cuda_gelu_forward(void *args);
+void cuda_gelu_backward(void *args);
+void cuda_residual_forward(void *args);
+void cuda_softmax_crossentropy_forward(void *args);
+void cuda_softmax_crossentropy_backward(void *args);
+
 #endif
