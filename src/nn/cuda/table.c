@@ -3,14 +3,15 @@
 /* The GPU computes in the parameters' own dtype: bf16 and fp16 natively, fp32 as fp32. */
 static enum dtype cuda_compute_dtype(enum dtype param_dtype) { return param_dtype; }
 
-/* No attention backward is written for the GPU yet, so none needs scratch. */
+/* One size serves attention_backward and gqa_attention_backward (ops.h): the larger of
+ * the two ops' needs. Merge point: GPT-2's attention_backward needs none yet; when it
+ * does, return the larger of its size and gqa's. */
 static size_t cuda_attention_backward_scratch(const struct tensor *att) {
-  (void)att;
-  return 0;
+  return cuda_gqa_attention_backward_scratch(att);
 }
 
-/* The layer kernels and init_trunc_normal (Llama's) are not written yet: their entries
- * are NULL, and nn.c ends the job naming the op (nn.h). */
+/* GPT-2's layer kernels are not written yet: their entries are NULL, and nn.c ends the
+ * job naming the op (nn.h). */
 static const struct nn_backend NN_CUDA = {
     .name = "cuda",
     .compute_dtype = cuda_compute_dtype,
@@ -24,6 +25,16 @@ static const struct nn_backend NN_CUDA = {
     .fill = cuda_fill,
     .init_normal = cuda_init_normal,
     .adamw = cuda_adamw,
+    .rmsnorm_forward = cuda_rmsnorm_forward,
+    .rmsnorm_backward = cuda_rmsnorm_backward,
+    .rope_table = cuda_rope_table,
+    .rope_forward = cuda_rope_forward,
+    .rope_backward = cuda_rope_backward,
+    .swiglu_forward = cuda_swiglu_forward,
+    .swiglu_backward = cuda_swiglu_backward,
+    .gqa_attention_forward = cuda_gqa_attention_forward,
+    .gqa_attention_backward = cuda_gqa_attention_backward,
+    .init_trunc_normal = cuda_init_trunc_normal,
 };
 
 const struct nn_backend *nn_cuda_backend(void) { return &NN_CUDA; }
