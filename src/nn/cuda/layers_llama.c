@@ -82,10 +82,11 @@ void cuda_swiglu_backward(void *p) {
 }
 
 /* nn.c has checked that the shapes agree; here, that the kernels take them: a block per
- * query row within a grid's int range, and rows that fit a warp's registers. */
+ * query row (b, h, t), as many as a grid's int range holds, and rows that fit a warp's
+ * registers. */
 static struct gpu_gqa_shape gqa_shape(struct tensor q, struct tensor k) {
   struct gpu_gqa_shape sh = {dim(q, 0), dim(q, 1), dim(q, 2), dim(k, 2), dim(q, 3)};
-  as_int(q.shape[0] * q.shape[1] * q.shape[2]);
+  FSDP_CHECK(q.shape[0] * q.shape[1] * q.shape[2] <= INT_MAX);
   if (sh.hd > GQA_HD_MAX) fsdp_fatal("nn: gqa_attention on cuda takes head dims up to %d, not %d", GQA_HD_MAX, sh.hd);
   return sh;
 }
