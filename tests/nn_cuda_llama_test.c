@@ -113,7 +113,9 @@ static struct tensor gpu1(const struct operand *o) { return tensor_1d(o->gpu, o-
 static struct tensor cpu2(const struct operand *o, size_t cols) {
   return tensor_2d(o->cpu, DTYPE_F32, o->n / cols, cols);
 }
-static struct tensor gpu2(const struct operand *o, size_t cols) { return tensor_2d(o->gpu, o->dtype, o->n / cols, cols); }
+static struct tensor gpu2(const struct operand *o, size_t cols) {
+  return tensor_2d(o->gpu, o->dtype, o->n / cols, cols);
+}
 static struct tensor cpu4(const struct operand *o, const size_t s[4]) {
   return tensor_4d(o->cpu, DTYPE_F32, s[0], s[1], s[2], s[3]);
 }

@@ -238,7 +238,8 @@ size_t gpu_gqa_attention_backward_scratch(int B, int NH, int T) { return (size_t
 cudaError_t gpu_gqa_attention_backward(struct gpu_buf dq, struct gpu_buf dk, struct gpu_buf dv, struct gpu_buf dout,
                                        struct gpu_buf q, struct gpu_buf k, struct gpu_buf v, struct gpu_buf att,
                                        void *scratch, struct gpu_gqa_shape sh, cudaStream_t s) {
-  unsigned query_blocks = (unsigned)((size_t)sh.B * sh.NH * sh.T), key_blocks = (unsigned)((size_t)sh.B * sh.NKV * sh.T);
+  unsigned query_blocks = (unsigned)((size_t)sh.B * sh.NH * sh.T);
+  unsigned key_blocks = (unsigned)((size_t)sh.B * sh.NKV * sh.T);
   if (query_blocks == 0) return cudaSuccess;
   float *D = (float *)scratch, scale = scale_of(sh.hd);
   if (dq.data || dk.data) {
