@@ -31,5 +31,17 @@ void cuda_gelu_backward(void *args);
 void cuda_residual_forward(void *args);
 void cuda_softmax_crossentropy_forward(void *args);
 void cuda_softmax_crossentropy_backward(void *args);
+/* Llama 3's ops (layers_llama.c). */
+size_t cuda_gqa_attention_backward_scratch(const struct tensor *att);
+void cuda_rmsnorm_forward(void *args);
+void cuda_rmsnorm_backward(void *args);
+void cuda_rope_table(void *args);
+void cuda_rope_forward(void *args);
+void cuda_rope_backward(void *args);
+void cuda_swiglu_forward(void *args);
+void cuda_swiglu_backward(void *args);
+void cuda_gqa_attention_forward(void *args);
+void cuda_gqa_attention_backward(void *args);
+void cuda_init_trunc_normal(void *args);
 
 #endif

@@ -1,5 +1,6 @@
-/* Private to src/nn/cuda: what the layer launchers (layers_gpt2.c, matmul.c, attention.c)
- * share: the op's stream, the check of a launch, and the checks of their tensors' dtypes. */
+/* Private to src/nn/cuda: what the launchers (runtime.c, layers_gpt2.c, layers_llama.c,
+ * matmul.c, attention.c) share: the op's stream, the check of a launch, and the checks of
+ * their tensors' dtypes. */
 #ifndef FSDP_NN_CUDA_LAUNCH_H
 #define FSDP_NN_CUDA_LAUNCH_H
 

@@ -6,20 +6,10 @@
 #include <stdint.h>
 
 #include "cuda.h"
+#include "launch.h"
 #include "fsdp/error.h"
 #include "fsdp/stream.h"
 #include "kernels.h"
-
-static cudaStream_t op_stream(void) {
-  cudaStream_t s = stream_native_handle(nn_launch_stream());
-  FSDP_CHECK(s);
-  return s;
-}
-
-/* A bad launch, or an earlier kernel's fault that it reports. */
-static void check(const char *op, cudaError_t rc) {
-  if (rc != cudaSuccess) fsdp_fatal("nn: cuda kernel %s failed: %s", op, cudaGetErrorString(rc));
-}
 
 static float *f32(struct tensor t) {
   FSDP_CHECK(t.dtype == DTYPE_F32 && t.data);
@@ -45,24 +35,24 @@ void cuda_cast(void *p) {
   const struct cast_args *a = p;
   size_t n = tensor_numel(&a->dst);
   enum dtype from = a->src.dtype, to = a->dst.dtype;
-  cudaStream_t s = op_stream();
+  cudaStream_t s = layer_stream();
   if (from == to) {
     if (a->dst.data == a->src.data) return;
     check_apart(a);
-    check("cast", cudaMemcpyAsync(a->dst.data, a->src.data, tensor_bytes(&a->dst), cudaMemcpyDeviceToDevice, s));
+    layer_check("cast", cudaMemcpyAsync(a->dst.data, a->src.data, tensor_bytes(&a->dst), cudaMemcpyDeviceToDevice, s));
   } else if (from == DTYPE_F32 && is_16bit(to)) {
     if (a->dst.data == a->src.data) {
-      check("cast", gpu_pack_in_place(to, a->dst.data, n, s));
+      layer_check("cast", gpu_pack_in_place(to, a->dst.data, n, s));
     } else {
       check_apart(a);
-      check("cast", gpu_pack(to, a->src.data, a->dst.data, n, s));
+      layer_check("cast", gpu_pack(to, a->src.data, a->dst.data, n, s));
     }
   } else if (is_16bit(from) && to == DTYPE_F32) {
     if ((char *)a->src.data == (char *)a->dst.data + 2 * n) {
-      check("cast", gpu_unpack_upper_in_place(from, a->dst.data, n, s));
+      layer_check("cast", gpu_unpack_upper_in_place(from, a->dst.data, n, s));
     } else {
       check_apart(a);
-      check("cast", gpu_unpack(from, a->src.data, a->dst.data, n, s));
+      layer_check("cast", gpu_unpack(from, a->src.data, a->dst.data, n, s));
     }
   } else {
     fsdp_fatal("nn_cast: no cast from %s to %s", dtype_name(from), dtype_name(to));
@@ -73,38 +63,38 @@ void cuda_cast(void *p) {
 void cuda_round(void *p) {
   const struct round_args *a = p;
   float *x = f32(a->x);
-  if (is_16bit(a->dtype)) check("round", gpu_round(a->dtype, x, tensor_numel(&a->x), op_stream()));
+  if (is_16bit(a->dtype)) layer_check("round", gpu_round(a->dtype, x, tensor_numel(&a->x), layer_stream()));
 }
 
 void cuda_add(void *p) {
   const struct add_args *a = p;
-  check("add", gpu_add(f32(a->y), f32(a->x), tensor_numel(&a->y), op_stream()));
+  layer_check("add", gpu_add(f32(a->y), f32(a->x), tensor_numel(&a->y), layer_stream()));
 }
 
 void cuda_scale(void *p) {
   const struct scale_args *a = p;
-  check("scale", gpu_scale(f32(a->x), a->scale, tensor_numel(&a->x), op_stream()));
+  layer_check("scale", gpu_scale(f32(a->x), a->scale, tensor_numel(&a->x), layer_stream()));
 }
 
 void cuda_sum(void *p) {
   const struct sum_args *a = p;
-  check("sum", gpu_sum(f64_scalar(a->sum), f32(a->x), tensor_numel(&a->x), 0, op_stream()));
+  layer_check("sum", gpu_sum(f64_scalar(a->sum), f32(a->x), tensor_numel(&a->x), 0, layer_stream()));
 }
 
 void cuda_sum_squares(void *p) {
   const struct sum_args *a = p;
-  check("sum_squares", gpu_sum(f64_scalar(a->sum), f32(a->x), tensor_numel(&a->x), 1, op_stream()));
+  layer_check("sum_squares", gpu_sum(f64_scalar(a->sum), f32(a->x), tensor_numel(&a->x), 1, layer_stream()));
 }
 
 void cuda_fill(void *p) {
   const struct fill_args *a = p;
-  check("fill", gpu_fill(f32(a->x), a->value, tensor_numel(&a->x), op_stream()));
+  layer_check("fill", gpu_fill(f32(a->x), a->value, tensor_numel(&a->x), layer_stream()));
 }
 
 void cuda_init_normal(void *p) {
   const struct init_normal_args *a = p;
-  check("init_normal",
-        gpu_init_normal(f32(a->x), tensor_numel(&a->x), a->seed, a->stream, a->first, a->std, op_stream()));
+  layer_check("init_normal",
+        gpu_init_normal(f32(a->x), tensor_numel(&a->x), a->seed, a->stream, a->first, a->std, layer_stream()));
 }
 
 /* decay and step_size are computed here, on the host, as cpu_adamw computes them. */
@@ -119,6 +109,6 @@ void cuda_adamw(void *p) {
       .eps = h->eps,
       .bias_correction2_sqrt = h->bias_correction2_sqrt,
   };
-  check("adamw", gpu_adamw(f32(a->param), f32(a->grad), f32(a->m), f32(a->v), tensor_numel(&a->param), g,
-                           op_stream()));
+  layer_check("adamw", gpu_adamw(f32(a->param), f32(a->grad), f32(a->m), f32(a->v), tensor_numel(&a->param), g,
+                           layer_stream()));
 }

@@ -4,14 +4,12 @@
 static enum dtype cuda_compute_dtype(enum dtype param_dtype) { return param_dtype; }
 
 /* One size serves attention_backward and gqa_attention_backward (ops.h): the larger of
- * the two ops' needs, once gqa_attention_backward is written for the GPU. */
+ * the two ops' needs. */
 static size_t cuda_attention_backward_scratch(const struct tensor *att) {
-  return cuda_gpt2_attention_backward_scratch(att);
+  size_t gpt2 = cuda_gpt2_attention_backward_scratch(att), gqa = cuda_gqa_attention_backward_scratch(att);
+  return gpt2 > gqa ? gpt2 : gqa;
 }
 
-/* GPT-2's layers are written; Llama's (rmsnorm, rope, swiglu, gqa attention) and
- * init_trunc_normal are not yet: their entries are NULL, and nn.c ends the job naming the
- * op (nn.h). */
 static const struct nn_backend NN_CUDA = {
     .name = "cuda",
     .compute_dtype = cuda_compute_dtype,
@@ -38,6 +36,16 @@ static const struct nn_backend NN_CUDA = {
     .fill = cuda_fill,
     .init_normal = cuda_init_normal,
     .adamw = cuda_adamw,
+    .rmsnorm_forward = cuda_rmsnorm_forward,
+    .rmsnorm_backward = cuda_rmsnorm_backward,
+    .rope_table = cuda_rope_table,
+    .rope_forward = cuda_rope_forward,
+    .rope_backward = cuda_rope_backward,
+    .swiglu_forward = cuda_swiglu_forward,
+    .swiglu_backward = cuda_swiglu_backward,
+    .gqa_attention_forward = cuda_gqa_attention_forward,
+    .gqa_attention_backward = cuda_gqa_attention_backward,
+    .init_trunc_normal = cuda_init_trunc_normal,
 };
 
 const struct nn_backend *nn_cuda_backend(void) { return &NN_CUDA; }

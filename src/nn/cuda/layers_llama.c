@@ -1,0 +1,107 @@
+/* Llama 3's ops on the GPU (RMSNorm, RoPE, SwiGLU, grouped-query attention, and the
+ * truncated-normal init of its weights), twins of ../cpu/{rmsnorm,rope,swiglu,attention,
+ * runtime}.c. Each launcher checks its tensors on the host, as the CPU kernels do, and
+ * enqueues the kernels (llama_kernels.h) on the op's stream; a launch that fails ends the
+ * job with the op's name. The layer ops take each tensor in its own dtype (fp32, bf16 or
+ * fp16: the model's compute dtype, nn_compute_dtype) and compute in fp32. */
+#include <cuda_runtime.h>
+#include <limits.h>
+
+#include "cuda.h"
+#include "launch.h"
+#include "fsdp/error.h"
+#include "fsdp/stream.h"
+#include "llama_kernels.h"
+
+static struct gpu_buf buf(struct tensor t) {
+  FSDP_CHECK(t.data && (t.dtype == DTYPE_F32 || t.dtype == DTYPE_BF16 || t.dtype == DTYPE_F16));
+  return (struct gpu_buf){t.data, t.dtype};
+}
+
+/* An optional operand: data NULL when absent. */
+static struct gpu_buf buf_or_none(struct tensor t) { return t.data ? buf(t) : (struct gpu_buf){NULL, DTYPE_F32}; }
+
+/* Sizes as the kernels' int indices and grids take them. */
+static int as_int(size_t n) {
+  FSDP_CHECK(n <= INT_MAX);
+  return (int)n;
+}
+static int dim(struct tensor t, int i) { return as_int(t.shape[i]); }
+
+void cuda_rmsnorm_forward(void *p) {
+  const struct rmsnorm_args *a = p;
+  int N = as_int(tensor_rows(&a->inp)), C = as_int(tensor_cols(&a->inp));
+  layer_check("rmsnorm_forward", gpu_rmsnorm_forward(buf(a->out), buf(a->rstd), buf(a->inp), buf(a->weight), a->eps, N, C,
+                                               layer_stream()));
+}
+
+void cuda_rmsnorm_backward(void *p) {
+  const struct rmsnorm_backward_args *a = p;
+  int N = as_int(tensor_rows(&a->inp)), C = as_int(tensor_cols(&a->inp));
+  layer_check("rmsnorm_backward", gpu_rmsnorm_backward(buf_or_none(a->dinp), buf_or_none(a->dweight), buf(a->dout),
+                                                 buf(a->inp), buf(a->weight), buf(a->rstd), N, C, layer_stream()));
+}
+
+void cuda_rope_table(void *p) {
+  const struct rope_table_args *a = p;
+  layer_check("rope_table", gpu_rope_table(buf(a->table), dim(a->table, 0), dim(a->table, 1), a->rope, layer_stream()));
+}
+
+void cuda_rope_forward(void *p) {
+  const struct rope_args *a = p;
+  layer_check("rope_forward", gpu_rope_forward(buf(a->out), buf(a->inp), buf(a->table), dim(a->inp, 0), dim(a->inp, 1),
+                                         dim(a->inp, 2), dim(a->inp, 3), layer_stream()));
+}
+
+void cuda_rope_backward(void *p) {
+  const struct rope_backward_args *a = p;
+  layer_check("rope_backward", gpu_rope_backward(buf(a->dinp), buf(a->dout), buf(a->table), dim(a->dout, 0),
+                                           dim(a->dout, 1), dim(a->dout, 2), dim(a->dout, 3), layer_stream()));
+}
+
+void cuda_swiglu_forward(void *p) {
+  const struct swiglu_args *a = p;
+  layer_check("swiglu_forward",
+        gpu_swiglu_forward(buf(a->out), buf(a->gate), buf(a->up), tensor_numel(&a->gate), layer_stream()));
+}
+
+void cuda_swiglu_backward(void *p) {
+  const struct swiglu_backward_args *a = p;
+  layer_check("swiglu_backward", gpu_swiglu_backward(buf(a->dgate), buf(a->dup), buf(a->dout), buf(a->gate), buf(a->up),
+                                               tensor_numel(&a->gate), layer_stream()));
+}
+
+/* nn.c has checked that the shapes agree; here, that the kernels take them: a block per
+ * query row (b, h, t), as many as a grid's int range holds, and rows that fit a warp's
+ * registers. */
+static struct gpu_gqa_shape gqa_shape(struct tensor q, struct tensor k) {
+  struct gpu_gqa_shape sh = {dim(q, 0), dim(q, 1), dim(q, 2), dim(k, 2), dim(q, 3)};
+  FSDP_CHECK(q.shape[0] * q.shape[1] * q.shape[2] <= INT_MAX);
+  if (sh.hd > GQA_HD_MAX) fsdp_fatal("nn: gqa_attention on cuda takes head dims up to %d, not %d", GQA_HD_MAX, sh.hd);
+  return sh;
+}
+
+void cuda_gqa_attention_forward(void *p) {
+  const struct gqa_attention_args *a = p;
+  layer_check("gqa_attention_forward", gpu_gqa_attention_forward(buf(a->out), buf(a->att), buf(a->q), buf(a->k), buf(a->v),
+                                                           gqa_shape(a->q, a->k), layer_stream()));
+}
+
+size_t cuda_gqa_attention_backward_scratch(const struct tensor *att) {
+  return gpu_gqa_attention_backward_scratch(dim(*att, 0), dim(*att, 1), dim(*att, 2));
+}
+
+void cuda_gqa_attention_backward(void *p) {
+  const struct gqa_attention_backward_args *a = p;
+  layer_check("gqa_attention_backward",
+        gpu_gqa_attention_backward(buf_or_none(a->dq), buf_or_none(a->dk), buf_or_none(a->dv), buf(a->dout),
+                                   buf(a->q), buf(a->k), buf(a->v), buf(a->att), a->scratch, gqa_shape(a->q, a->k),
+                                   layer_stream()));
+}
+
+void cuda_init_trunc_normal(void *p) {
+  const struct init_trunc_normal_args *a = p;
+  FSDP_CHECK(a->x.dtype == DTYPE_F32 && a->x.data);
+  layer_check("init_trunc_normal", gpu_init_trunc_normal(a->x.data, tensor_numel(&a->x), a->seed, a->stream, a->first,
+                                                   a->std, a->bound, layer_stream()));
+}
