@@ -31,7 +31,7 @@ from torch.distributed.tensor import DTensor
 
 TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
 sys.path.insert(0, TOOLS)
-from llama_torch import Attention, Llama, apply_rope  # noqa: E402
+from llama_torch import Attention, Llama  # noqa: E402
 from llama_train_torch import lr_warmup_cosine  # noqa: E402
 from parity import Parity  # noqa: E402
 
@@ -44,10 +44,7 @@ class SdpaAttention(Attention):
 
     def forward(self, x, rope):
         B, T, _ = x.shape
-        q = self.wq(x).view(B, T, self.n_head, self.hd).transpose(1, 2)
-        k = self.wk(x).view(B, T, self.n_kv_head, self.hd).transpose(1, 2)
-        v = self.wv(x).view(B, T, self.n_kv_head, self.hd).transpose(1, 2)
-        q, k = apply_rope(q, rope), apply_rope(k, rope)
+        q, k, v = self.rotated_qkv(x, rope)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.n_head != self.n_kv_head)
         return self.wo(y.transpose(1, 2).reshape(B, T, -1))
 

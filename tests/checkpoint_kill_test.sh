@@ -49,12 +49,7 @@ until grep -q '^checkpoint step 3 complete' "$tmp/out" 2>/dev/null; do
   sleep 0.1
 done
 mpirun_pid=$(cat "$tmp/mpirun.pid")
-victim=""
-for p in $(descendants "$mpirun_pid"); do
-  is_rank "$p" || continue
-  ranks="$ranks $p"
-  [ "$(rank_env "$p")" = 1 ] && victim=$p
-done
+find_ranks "$mpirun_pid" 1
 [ -n "$victim" ] || fail "no process of the job has OMPI_COMM_WORLD_RANK=1"
 kill -9 "$victim"
 killed=$(now)

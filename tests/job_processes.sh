@@ -19,6 +19,17 @@ descendants() {
     END { for (p in parent) { q = p; while ((q in parent) && q != root && q > 1) q = parent[q]; if (q == root && p != root) print p } }'
 }
 
+# find_ranks LAUNCHER_PID RANK: sets ranks (the job's rank processes below the launcher)
+# and victim (the one of rank RANK, or nothing).
+find_ranks() {
+  ranks="" victim=""
+  for p in $(descendants "$1"); do
+    is_rank "$p" || continue
+    ranks="$ranks $p"
+    [ "$(rank_env "$p")" = "$2" ] && victim=$p
+  done
+}
+
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 past() { [ "$(awk -v t="$(elapsed "$1")" -v l="$2" 'BEGIN { print (t > l) }')" = 1 ]; }  # past START SECONDS

@@ -63,18 +63,12 @@ awk 'BEGIN {
 start=$(now)
 until grep -q '^step ' "$tmp/out" 2>/dev/null; do
   [ -e "$tmp/status" ] && fail "the job ended (status $(cat "$tmp/status")) before its first step"
-  [ "$(awk -v t="$(elapsed "$start")" -v l=$START_LIMIT 'BEGIN { print (t > l) }')" = 1 ] &&
-    fail "no step after ${START_LIMIT} s"
+  past "$start" $START_LIMIT && fail "no step after ${START_LIMIT} s"
   sleep 0.2
 done
 mpirun_pid=$(cat "$tmp/mpirun.pid")
 
-victim=""
-for p in $(descendants "$mpirun_pid"); do
-  is_rank "$p" || continue
-  ranks="$ranks $p"
-  [ "$(rank_env "$p")" = 1 ] && victim=$p
-done
+find_ranks "$mpirun_pid" 1
 [ -n "$victim" ] || fail "no process of the job (launcher PID $mpirun_pid) has OMPI_COMM_WORLD_RANK=1"
 [ "$(echo "$ranks" | wc -w)" -eq 2 ] || fail "expected 2 rank processes under PID $mpirun_pid, found:$ranks"
 

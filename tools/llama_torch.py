@@ -68,12 +68,17 @@ class Attention(torch.nn.Module):
         self.wv = torch.nn.Linear(dim, n_kv_head * self.hd, bias=False)
         self.wo = torch.nn.Linear(n_head * self.hd, dim, bias=False)
 
-    def forward(self, x, rope):
+    def rotated_qkv(self, x, rope):
+        """q, k and v as (B, heads, T, hd), q and k rotated."""
         B, T, _ = x.shape
         q = self.wq(x).view(B, T, self.n_head, self.hd).transpose(1, 2)
         k = self.wk(x).view(B, T, self.n_kv_head, self.hd).transpose(1, 2)
         v = self.wv(x).view(B, T, self.n_kv_head, self.hd).transpose(1, 2)
-        q, k = apply_rope(q, rope), apply_rope(k, rope)
+        return apply_rope(q, rope), apply_rope(k, rope), v
+
+    def forward(self, x, rope):
+        B, T, _ = x.shape
+        q, k, v = self.rotated_qkv(x, rope)
         k, v = repeat_kv(k, self.n_head // self.n_kv_head), repeat_kv(v, self.n_head // self.n_kv_head)
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.hd)
         mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 
 #include "fsdp/comm.h"
-#include "fsdp/device.h"
 #include "fsdp/error.h"
+#include "fsdp/log.h"
 #include "model_source.h"
 
 /* Window w: inputs tokens[w T .. w T + T - 1], targets one token later. */
@@ -40,24 +40,21 @@ int fsdp_eval_main(int argc, char **argv) {
     fsdp_fatal("--data %s: %zu tokens, but %d batches of %d windows of %d tokens need %zu", o.data, data.n_tokens,
                o.batches, B, T, needed);
 
-  struct device *device = device_open(device_kind_parse(o.device), DEVICE_CPU);
-  struct fsdp_model fsdp;
-  fsdp_model_init(&fsdp, device, world, o.sharding, NULL, &o.mp);
-  void *model = o.family->create(&o.config, &fsdp, B, T, 0);
-  fsdp_model_wrap(&fsdp, &FSDP_WRAP_DEFAULT);
-  model_source_load(&o, &fsdp);
+  struct source_model m;
+  source_model_open(&m, &o, world, B, T, &o.mp);
+  if (m.source) fsdp_log_info("parameters: from %s", m.source);
 
   int *inputs = fsdp_xcalloc((size_t)B * T, sizeof(int)), *targets = fsdp_xcalloc((size_t)B * T, sizeof(int));
   int per_rank = o.batches / W;
   double sum = 0.0;
   for (int j = 0; j < per_rank; j++) {
     load_windows(&data, (size_t)(rank * per_rank + j) * (size_t)B, B, T, inputs, targets);
-    sum += o.family->forward(model, inputs, targets);
-    o.family->release_activations(model);
-    fsdp_model_reshard_all(&fsdp);
+    sum += o.family->forward(m.model, inputs, targets);
+    o.family->release_activations(m.model);
+    fsdp_model_reshard_all(&m.fsdp);
   }
   /* Every batch has B T tokens: the mean of the ranks' means is the mean over all of them. */
-  double loss = fsdp_model_mean_across_ranks(&fsdp, sum / per_rank);
+  double loss = fsdp_model_mean_across_ranks(&m.fsdp, sum / per_rank);
   if (rank == 0) {
     printf("{\"loss\": %.9g, \"windows\": %zu, \"tokens\": %zu}\n", loss, windows, windows * (size_t)T);
     fflush(stdout);
@@ -65,9 +62,7 @@ int fsdp_eval_main(int argc, char **argv) {
 
   free(inputs);
   free(targets);
-  o.family->free(model);
-  fsdp_model_free(&fsdp);
-  device_close(device);
+  source_model_close(&m, &o);
   token_data_free(&data);
   comm_finalize();
   return 0;

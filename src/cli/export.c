@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 
 #include "fsdp/comm.h"
-#include "fsdp/device.h"
 #include "fsdp/error.h"
 #include "fsdp/hf.h"
 #include "fsdp/log.h"
@@ -31,19 +30,14 @@ int fsdp_export_main(int argc, char **argv) {
   int rank = comm_rank(world);
   if (rank == 0) make_output_folder(o.output);
 
-  struct device *device = device_open(device_kind_parse(o.device), DEVICE_CPU);
-  struct fsdp_model fsdp;
-  fsdp_model_init(&fsdp, device, world, o.sharding, NULL, NULL);
   /* No batch runs: the smallest one the model can be declared for. */
-  void *model = o.family->create(&o.config, &fsdp, 1, 1, 0);
-  fsdp_model_wrap(&fsdp, &FSDP_WRAP_DEFAULT);
-  model_source_load(&o, &fsdp);
-  hf_export(&fsdp, o.family, &o.config, o.output, o.export_dtype, o.max_file_bytes, rank == 0);
-  fsdp_log_info("exported %zu parameters (%s) to %s", fsdp_model_numel(&fsdp), dtype_name(o.export_dtype), o.output);
-
-  o.family->free(model);
-  fsdp_model_free(&fsdp);
-  device_close(device);
+  struct source_model m;
+  source_model_open(&m, &o, world, 1, 1, NULL);
+  if (m.source) fsdp_log_info("parameters: from %s", m.source);
+  hf_export(&m.fsdp, o.family, &o.config, o.output, o.export_dtype, o.max_file_bytes, rank == 0);
+  fsdp_log_info("exported %zu parameters (%s) to %s", fsdp_model_numel(&m.fsdp), dtype_name(o.export_dtype),
+                o.output);
+  source_model_close(&m, &o);
   comm_finalize();
   return 0;
 }

@@ -12,4 +12,17 @@ const char *model_source_fill(const struct train_options *o, struct fsdp_model *
 /* model_source_fill, then a log line naming the path read. */
 void model_source_load(const struct train_options *o, struct fsdp_model *fsdp);
 
+/* A model of o's family and shape for eval, export and sample: on o's device, sharded
+ * over group with o's strategy, wrapped per module, for batches of B x T, its parameters
+ * filled by model_source_fill (source: the path read, or NULL). */
+struct source_model {
+  struct device *device;
+  struct fsdp_model fsdp;
+  void *model;
+  const char *source;
+};
+void source_model_open(struct source_model *m, const struct train_options *o, struct comm_group *group, int B, int T,
+                       const struct fsdp_mixed_precision *mp);
+void source_model_close(struct source_model *m, const struct train_options *o);
+
 #endif

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "fsdp/comm.h"
-#include "fsdp/device.h"
 #include "fsdp/error.h"
 #include "model_source.h"
 #include "sampler.h"
@@ -69,15 +68,12 @@ int fsdp_sample_main(int argc, char **argv) {
     total = o.config.max_seq_len;
   }
 
-  struct device *device = device_open(device_kind_parse(o.device), DEVICE_CPU);
-  struct fsdp_model fsdp;
-  fsdp_model_init(&fsdp, device, world, o.sharding, NULL, &o.mp);
   /* The training activations are for batches of 1 x 1: a decode step uses its own. */
-  void *model = o.family->create(&o.config, &fsdp, 1, 1, 0);
-  fsdp_model_wrap(&fsdp, &FSDP_WRAP_DEFAULT);
+  struct source_model m;
+  source_model_open(&m, &o, world, 1, 1, &o.mp);
+  void *model = m.model;
   /* Notes go to stderr: stdout is the generation. */
-  const char *from = model_source_fill(&o, &fsdp);
-  if (from) fprintf(stderr, "parameters: from %s\n", from);
+  if (m.source) fprintf(stderr, "parameters: from %s\n", m.source);
 
   struct kv_cache *cache = o.family->cache_create(model, total);
   struct sampler sampler;
@@ -94,9 +90,7 @@ int fsdp_sample_main(int argc, char **argv) {
   free(logits);
   sampler_free(&sampler);
   o.family->cache_free(model, cache);
-  o.family->free(model);
-  fsdp_model_free(&fsdp);
-  device_close(device);
+  source_model_close(&m, &o);
   if (o.tokenizer) tokenizer_free(&tokenizer);
   free(ids);
   free(o.prompt_ids);
