@@ -439,8 +439,9 @@ void comm_reduce_scatter_async(struct comm_group *g, struct stream *s, const cha
                                void *recv, size_t count, enum comm_dtype dtype, enum comm_reduce_op op) {
   check_reducible(dtype, op, true, "comm_reduce_scatter_async"); /* now, not later on the stream's thread */
   g->traffic.reduce_scatter += ring_sent(g, (double)(count * comm_dtype_size(dtype)));
-  /* On a cuda stream the GPU transport brings its own workspace (NCCL needs none). */
-  void *workspace = device_kind(stream_device(s)) == DEVICE_CPU ? workspace_for(g, s, count, dtype, op) : NULL;
+  /* On a cuda stream the GPU transport brings its own workspace (NCCL needs none); a
+   * meta stream's is counted in the plan, as a cpu stream's is allocated. */
+  void *workspace = device_kind(stream_device(s)) != DEVICE_CUDA ? workspace_for(g, s, count, dtype, op) : NULL;
   struct collective c = {REDUCE_SCATTER, g, workspace, send, recv, count, dtype, op, ""};
   launch(g, s, label, &c);
 }
