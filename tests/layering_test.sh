@@ -1,6 +1,6 @@
 #!/bin/sh
 # Each layer includes only the layers below it (docs/architecture.md), only src/comm
-# sees MPI, and a private header is only ever included from beside it.
+# sees MPI and NCCL, and a private header is only ever included from beside it.
 # Usage: layering_test.sh SOURCE_DIR
 cd "${1:?usage: layering_test.sh SOURCE_DIR}" || exit 2
 
@@ -44,9 +44,11 @@ check() {  # check FILE LAYER
       *) echo "FAIL $1 ($2) includes fsdp/$header ($included)"; failed=$((failed + 1)) ;;
     esac
   done
-  if [ "$2" != comm ] && grep -q '#include <mpi.h>' "$1"; then
-    echo "FAIL $1 ($2) includes mpi.h"; failed=$((failed + 1))
-  fi
+  for lib in mpi.h nccl.h; do
+    if [ "$2" != comm ] && grep -q "#include <$lib>" "$1"; then
+      echo "FAIL $1 ($2) includes $lib"; failed=$((failed + 1))
+    fi
+  done
   # A quoted include outside fsdp/ is a private header: it must sit beside the file,
   # or a layer could reach into another's internals (say memviz into src/cli).
   for header in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$1" | grep -v '^fsdp/'); do

@@ -1,4 +1,4 @@
-/* Process groups and collectives over Open MPI. Every call is checked: a failure
+/* Process groups and collectives over Open MPI (and NCCL on cuda streams). Every call is checked: a failure
  * ends the whole job with a message naming the rank and the collective. */
 #ifndef FSDP_COMM_H
 #define FSDP_COMM_H
@@ -78,9 +78,11 @@ void comm_mesh_free(struct comm_mesh *mesh);
 
 /* The same collectives, launched on a stream (fsdp/device.h): they run in stream order,
  * and the caller records an event to know when they are done. Buffers must stay alive
- * and untouched until then. label names the span in profile traces. Over MPI the
- * stream must be a cpu stream (the collective runs on its thread); NCCL, for cuda
- * streams, is the slot the GPU backend fills. */
+ * and untouched until then. label names the span in profile traces. On a cpu stream
+ * the collective runs over MPI on the stream's thread; on a cuda stream, over NCCL when
+ * every rank of the group has a GPU of its own, else staged through pinned host memory
+ * and MPI (FSDP_COMM_TRANSPORT=nccl|staged forces one; docs/architecture.md). A group
+ * carries collectives of one stream kind, and its staged ones are launched on one stream. */
 void comm_all_gather_async(struct comm_group *g, struct stream *s, const char *label, const void *send,
                            void *recv, size_t count, enum comm_dtype dtype);
 void comm_reduce_scatter_async(struct comm_group *g, struct stream *s, const char *label, const void *send,

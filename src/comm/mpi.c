@@ -14,26 +14,11 @@
 #include "fsdp/error.h"
 #include "fsdp/log.h"
 #include "fsdp/stream.h"
+#include "gpu.h"
+#include "group.h"
 #include "mpi_call.h"
 #include "ring.h"
 #include "watchdog.h"
-
-/* A group is an MPI communicator, or a meta group (comm_meta_group): ranks that exist
- * only in a plan, whose collectives move nothing and count what they would send. */
-struct comm_group {
-  MPI_Comm comm;
-  int rank; /* cached: asked for on every collective */
-  int size;
-  int meta;
-  /* Where the group's buffers live: host memory for MPI, the meta device for a plan. */
-  struct device *device;
-  /* The ring reduce-scatter's message slots (MEM_COMM), grown to the largest call
-   * so far and kept: collectives on one group run one at a time, and a buffer that
-   * stays makes the memory of a training step the same in every step. */
-  void *ring_workspace;
-  size_t ring_workspace_bytes;
-  struct comm_traffic traffic;
-};
 
 static struct comm_group world_group = {.comm = MPI_COMM_NULL, .size = 1};
 static struct comm_group self_group = {.comm = MPI_COMM_NULL, .size = 1};
@@ -158,6 +143,8 @@ void comm_finalize(void) {
   if (!mpi_is_running()) return;
   /* MPI_Finalize waits for every rank without a bound; once all are here it does not. */
   comm_barrier(&world_group);
+  if (world_group.gpu) gpu_group_free(&world_group);
+  if (self_group.gpu) gpu_group_free(&self_group);
   free_ring_workspace(&world_group);
   free_ring_workspace(&self_group);
   MPI_CALL("MPI_Finalize", MPI_Finalize());
@@ -398,6 +385,7 @@ void comm_mesh_free(struct comm_mesh *mesh) {
 }
 
 void comm_group_free(struct comm_group *g) {
+  if (g->gpu) gpu_group_free(g);
   free_ring_workspace(g);
   if (!g->meta) MPI_CALL("MPI_Comm_free", MPI_Comm_free(&g->comm));
   free(g);
@@ -408,21 +396,7 @@ void comm_take_traffic(struct comm_group *g, struct comm_traffic *out) {
   memset(&g->traffic, 0, sizeof g->traffic);
 }
 
-/* What a collective launched on a stream needs, copied into the stream's queue. */
-struct collective {
-  enum { ALL_GATHER, REDUCE_SCATTER, ALL_REDUCE } kind;
-  struct comm_group *group;
-  void *workspace;
-  const void *send;
-  void *recv;
-  size_t count;
-  enum comm_dtype dtype;
-  enum comm_reduce_op op;
-  char label[STREAM_LABEL_MAX]; /* what the watchdog names when it times out */
-};
-
-static void run_collective(void *arg) {
-  const struct collective *c = arg;
+void host_collective(const struct collective *c) {
   watch_begin(c->label);
   switch (c->kind) {
     case ALL_GATHER: comm_all_gather(c->group, c->send, c->recv, c->count, c->dtype); break;
@@ -432,16 +406,26 @@ static void run_collective(void *arg) {
   watch_end();
 }
 
-/* Collectives on a stream run where the stream's device runs its work: MPI moves host
- * memory, so only cpu streams (and meta ones, which run nothing) can carry them; a GPU
- * needs NCCL, or staging through pinned host memory. */
+size_t host_collective_workspace_bytes(const struct collective *c) {
+  const struct comm_group *g = c->group;
+  return c->kind == REDUCE_SCATTER && use_ring(g->size, c->count, c->dtype, c->op)
+             ? ring_workspace_bytes(g->size, c->count, c->dtype)
+             : 0;
+}
+
+static void run_collective(void *arg) { host_collective(arg); }
+
+/* Collectives on a stream run where the stream's device runs its work: on a cpu
+ * stream, MPI on the stream's thread; on a cuda stream, the group's GPU transport
+ * (gpu.h); on meta, nothing. */
 static void launch(struct comm_group *g, struct stream *s, const char *label, struct collective *c) {
   if (g->meta) return;
-  if (device_kind(stream_device(s)) != DEVICE_CPU)
-    fsdp_fatal("%s: collectives over MPI run on cpu streams, not on a %s stream (NCCL is not built in)", label,
-               device_name(stream_device(s)));
   snprintf(c->label, sizeof c->label, "%s", label);
-  stream_launch(s, label, run_collective, c, sizeof *c);
+  switch (device_kind(stream_device(s))) {
+    case DEVICE_CPU: stream_launch(s, label, run_collective, c, sizeof *c); return;
+    case DEVICE_CUDA: gpu_launch(g, s, c); return;
+    case DEVICE_META: return;
+  }
 }
 
 void comm_all_gather_async(struct comm_group *g, struct stream *s, const char *label, const void *send,
@@ -455,7 +439,10 @@ void comm_reduce_scatter_async(struct comm_group *g, struct stream *s, const cha
                                void *recv, size_t count, enum comm_dtype dtype, enum comm_reduce_op op) {
   check_reducible(dtype, op, true, "comm_reduce_scatter_async"); /* now, not later on the stream's thread */
   g->traffic.reduce_scatter += ring_sent(g, (double)(count * comm_dtype_size(dtype)));
-  struct collective c = {REDUCE_SCATTER, g, workspace_for(g, s, count, dtype, op), send, recv, count, dtype, op, ""};
+  /* On a cuda stream the GPU transport brings its own workspace (NCCL needs none); a
+   * meta stream's is counted in the plan, as a cpu stream's is allocated. */
+  void *workspace = device_kind(stream_device(s)) != DEVICE_CUDA ? workspace_for(g, s, count, dtype, op) : NULL;
+  struct collective c = {REDUCE_SCATTER, g, workspace, send, recv, count, dtype, op, ""};
   launch(g, s, label, &c);
 }
 

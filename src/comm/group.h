@@ -1,0 +1,52 @@
+/* Private to src/comm: what a group is, and what a collective launched on a stream
+ * carries, shared by the MPI collectives (mpi.c) and the GPU transports that run
+ * them on cuda streams (gpu.c, nccl.c, staged.c). */
+#ifndef FSDP_COMM_GROUP_H
+#define FSDP_COMM_GROUP_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "fsdp/comm.h"
+#include "fsdp/stream.h"
+
+struct gpu_comm; /* gpu.c: the group's transport on cuda streams, made at its first use there */
+
+/* A group is an MPI communicator, or a meta group (comm_meta_group): ranks that exist
+ * only in a plan, whose collectives move nothing and count what they would send. */
+struct comm_group {
+  MPI_Comm comm;
+  int rank; /* cached: asked for on every collective */
+  int size;
+  int meta;
+  /* Where the group's buffers live: host memory for MPI, the meta device for a plan. */
+  struct device *device;
+  /* The ring reduce-scatter's message slots (MEM_COMM), grown to the largest call
+   * so far and kept: collectives on one group run one at a time, and a buffer that
+   * stays makes the memory of a training step the same in every step. */
+  void *ring_workspace;
+  size_t ring_workspace_bytes;
+  struct comm_traffic traffic;
+  struct gpu_comm *gpu;
+};
+
+/* What a collective launched on a stream needs, copied into the stream's queue. */
+struct collective {
+  enum { ALL_GATHER, REDUCE_SCATTER, ALL_REDUCE } kind;
+  struct comm_group *group;
+  void *workspace; /* the ring's, for a reduce-scatter that takes it (host collectives) */
+  const void *send;
+  void *recv; /* the buffer of an all-reduce */
+  size_t count;
+  enum comm_dtype dtype;
+  enum comm_reduce_op op;
+  char label[STREAM_LABEL_MAX]; /* what the watchdog names when it times out */
+};
+
+/* Runs c over MPI on host memory, on the calling thread, bounded by the watchdog. */
+void host_collective(const struct collective *c);
+
+/* The bytes of ring workspace host_collective needs for c (0: none). */
+size_t host_collective_workspace_bytes(const struct collective *c);
+
+#endif
