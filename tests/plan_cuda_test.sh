@@ -117,8 +117,9 @@ for model in ("gpt2", "llama"):
                        2 * plan["peak_bytes"]["unsharded_params"], fp32)
                 host = sum(plan["host_peak_bytes"][c] for c in STATE)
                 gpu = sum(plan["peak_bytes"][c] for c in STATE)
-                expect(f"{model} {sharding} bf16/{rd} offload {offload}: state on the GPU", gpu == 0, offload == "cpu")
-                expect(f"{model} {sharding} bf16/{rd} offload {offload}: state on the host", host == 0, offload == "none")
+                what = f"{model} {sharding} bf16/{rd} offload {offload}: state"
+                expect(f"{what} on the GPU", gpu == 0, offload == "cpu")
+                expect(f"{what} on the host", host == 0, offload == "none")
         print(f"ok {model} {sharding}: bf16 unsharded params {fp32 // 2} bytes, the CPU's fp32 {fp32}")
 sys.exit(1 if failures else 0)
 PY

@@ -1,6 +1,5 @@
 #include "fsdp/unit.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "fsdp/comm.h"
