@@ -123,6 +123,9 @@ expect_error "loss scale without fp16" "--loss-scale: only for --param-dtype fp1
   --param-dtype bf16 --loss-scale 1024
 expect_error "bf16 all-reduce" "--reduce-dtype bf16: not supported with --sharding none" --data "$tmp/small.bin" \
   --sharding none --reduce-dtype bf16
+expect_error "offload on the cpu" "--offload cpu: only with --device cuda" --data "$tmp/small.bin" --offload cpu
+expect_error "unknown offload" "--offload: unknown offload 'gpu' (known: none, cpu)" --data "$tmp/small.bin" \
+  --offload gpu
 expect_error "snapshot into a directory" "--memory-snapshot: '$tmp' is a directory" --data "$tmp/small.bin" \
   --memory-snapshot "$tmp"
 expect_error "snapshot steps past the end" "--snapshot-steps: step 9 is past the last step 3 (--steps)" \
@@ -135,6 +138,8 @@ RANKS=2 expect_error "accumulation does not divide the batch" \
 COMMAND=plan expect_error "plan without world size" "--world-size is required" --model gpt2
 COMMAND=plan expect_error "plan world size zero" "--world-size: must be a positive integer, got '0'" \
   --world-size 0
+COMMAND=plan expect_error "plan offload on the cpu" "--offload cpu: only with --device cuda" --world-size 2 \
+  --offload cpu
 COMMAND=plan expect_error "plan format" "--format: must be text or json, got 'xml'" --world-size 2 --format xml
 expect_error "zero --comm-timeout" "--comm-timeout: must be positive, got '0'" --data "$tmp/small.bin" --comm-timeout 0
 expect_error "malformed --mesh" "--mesh: expected R,S" --data "$tmp/small.bin" --mesh 2

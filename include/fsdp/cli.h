@@ -47,6 +47,7 @@ struct train_options {
   int world_size;              /* plan only */
   const char *format;          /* plan only: text or json */
   const char *device;          /* cpu or cuda: where the model computes */
+  int offload_cpu;             /* cuda only: the sharded state in pinned host memory (--offload cpu) */
   const char *init_from;       /* Hugging Face safetensors the parameters start from, or NULL */
   const char *checkpoint;      /* eval, export, sample: a training checkpoint's directory, or NULL */
   int batches;                 /* eval only: batches of batch_size windows */
@@ -127,6 +128,9 @@ struct step_metrics {
   int skipped;               /* fp16: the gradients overflowed and no update was made */
   size_t mem_peak_bytes;     /* the largest peak of any rank */
   struct mem_stats mem;      /* this rank's, by category */
+  /* This rank's host memory apart from the device's (the pinned sharded state under
+   * --offload cpu); all zero when the device is the cpu itself. */
+  struct mem_stats host_mem;
 };
 
 /* Opens the JSON-lines log for writing, or for appending (a resumed run); NULL path: no

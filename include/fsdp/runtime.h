@@ -73,6 +73,12 @@ void fsdp_model_free(struct fsdp_model *m);
 void fsdp_model_init_hybrid(struct fsdp_model *m, struct device *device, struct comm_group *group,
                             struct comm_group *replicate, enum sharding_strategy strategy,
                             const struct fsdp_overlap *overlap, const struct fsdp_mixed_precision *mp);
+/* CPU offload (FSDP2's CPUOffloadPolicy): the sharded parameters, gradients and AdamW
+ * state go to pinned host memory; each all-gather first copies its shard to the device,
+ * each reduction copies its result back, and the grad norm, clipping and AdamW run on the
+ * host's CPU kernels. For a GPU (or a meta device planning for one), before
+ * fsdp_model_wrap. */
+void fsdp_model_offload_to_cpu(struct fsdp_model *m);
 /* Bytes this rank sent in the model's collectives since the last call (comm.h): within
  * its shard group, and across the replicas (zero without them). */
 void fsdp_model_take_traffic(struct fsdp_model *m, struct comm_traffic *shard, struct comm_traffic *replicate);

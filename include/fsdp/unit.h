@@ -45,6 +45,10 @@ struct fsdp_streams {
   struct comm_group *all_gather_group, *reduce_scatter_group;
   struct stream *replicate;           /* NULL without replicas */
   struct comm_group *replicate_group; /* NULL without replicas */
+  /* CPU offload (FSDP2's CPUOffloadPolicy): the sharded state is in pinned host memory and
+   * the work on it (init, grad norm, clipping, AdamW) runs on this stream of a host
+   * device: the cpu's, or a meta one planning for it. NULL: no offload. */
+  struct stream *host;
   int blocking; /* the compute stream waits for each collective right after launching it */
 };
 
@@ -53,6 +57,11 @@ struct fsdp_streams {
 void fsdp_streams_init(struct fsdp_streams *s, struct device *device, struct comm_group *group,
                        struct comm_group *replicate);
 void fsdp_streams_free(struct fsdp_streams *s);
+/* Moves the sharded state of the units made from now on to pinned host memory (s->host). */
+void fsdp_streams_offload(struct fsdp_streams *s);
+/* The stream that works on the sharded state where it lives: the host's under CPU
+ * offload, else the compute stream. Its device is stream_device of it. */
+struct stream *fsdp_streams_home(const struct fsdp_streams *s);
 /* Blocks the compute stream until e; in a profile trace the wait is a span named
  * "wait <what>" on the compute track. */
 void fsdp_streams_wait(const struct fsdp_streams *s, struct event *e, const char *what);
@@ -69,7 +78,7 @@ struct fsdp_unit {
   enum unit_state state;
 
   /* Sharded state, layout.shard elements each, alive for the unit's lifetime (fp32),
-   * in the device's memory. */
+   * in the device's memory, or in pinned host memory under CPU offload. */
   float *param_shard;
   float *grad_shard;
   float *adam_m;
@@ -86,8 +95,9 @@ struct fsdp_unit {
    * grad_shard holds reduced ones the optimizer has not used yet (the next reduction adds to them). */
   int unreduced;
   int grads_in_shard;
-  /* Comm buffers: param_shard in param_dtype while its all-gather runs, and the
-   * output of a reduction that is then added to grad_shard. */
+  /* Comm buffers: param_shard in param_dtype (under CPU offload: its fp32 copy on the
+   * device, narrowed in place) while its all-gather runs, and the output of a reduction
+   * that is then added to grad_shard (under CPU offload: always, then copied to it). */
   void *gather_input;
   float *reduce_output;
 

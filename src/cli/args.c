@@ -169,6 +169,13 @@ static enum accum_mode parse_accum_mode(const char *flag, const char *text) {
   fsdp_fatal("%s: unknown mode '%s' (known: sharded, no-sync)", flag, text);
 }
 
+/* 1: the sharded state in pinned host memory (cpu), 0: on the device (none). */
+static int parse_offload(const char *flag, const char *text) {
+  if (strcmp(text, "cpu") == 0) return 1;
+  if (strcmp(text, "none") == 0) return 0;
+  fsdp_fatal("%s: unknown offload '%s' (known: none, cpu)", flag, text);
+}
+
 static int parse_on_off(const char *flag, const char *text) {
   if (strcmp(text, "on") == 0) return 1;
   if (strcmp(text, "off") == 0) return 0;
@@ -307,6 +314,7 @@ SETTER(set_reduce_dtype, mp.reduce_dtype, parse_reduce_dtype)
 SETTER(set_loss_scale, loss_scale, parse_positive_float)
 SETTER(set_grad_accum, grad_accum, parse_positive_int)
 SETTER(set_accum_mode, accum_mode, parse_accum_mode)
+SETTER(set_offload, offload_cpu, parse_offload)
 
 SETTER(set_seq_len, seq_len, parse_positive_int)
 SETTER(set_batch_size, batch_size, parse_positive_int)
@@ -483,6 +491,9 @@ static const struct flag FLAGS[] = {
     {MEMORY, "--accum-mode", BOTH, "sharded|no-sync", DEFAULT("sharded"), set_accum_mode,
      "sharded: reduce-scatter every micro-batch and add into the sharded gradient (less memory, K times the "
      "traffic); no-sync: keep unsharded gradients over the micro-batches and reduce once"},
+    {MEMORY, "--offload", BOTH, "none|cpu", DEFAULT("none"), set_offload,
+     "--device cuda only: cpu keeps the sharded parameters, gradients and AdamW state in pinned host memory "
+     "(copied to the GPU for each all-gather, back after each reduce-scatter) and runs AdamW on the CPU"},
 
     {SCHEDULE, "--seq-len", BOTH | EVAL, "T", NOTE(SPELL(DEFAULT_SEQ_LEN) ", or the model's max_seq_len if smaller"),
      set_seq_len, "tokens per sequence"},
@@ -719,6 +730,10 @@ static void resolve_and_check(struct train_options *o) {
   if (!o->checkpoint_dir && o->keep_last) fsdp_fatal("--keep-last: needs --checkpoint-dir");
   if (o->resume && strcmp(o->resume, "auto") == 0 && !o->checkpoint_dir)
     fsdp_fatal("--resume auto: needs --checkpoint-dir, where it looks for the newest checkpoint");
+  if (o->offload_cpu && strcmp(o->device, "cuda") != 0)
+    fsdp_fatal("--offload cpu: only with --device cuda (on --device %s the sharded state is in host memory "
+               "already)",
+               o->device);
   if (o->mesh_replicate > 1 && o->sharding == SHARD_NONE)
     fsdp_fatal("--mesh %d,%d: --sharding none replicates over every rank already (a mesh needs full or grad-op)",
                o->mesh_replicate, o->mesh_shard);

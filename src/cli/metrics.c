@@ -41,6 +41,13 @@ static void write_json_line(FILE *log, const char *log_path, const struct step_m
   cJSON *categories = cJSON_AddObjectToObject(o, "mem_peak_bytes_by_category");
   for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
     cJSON_AddNumberToObject(categories, mem_category_name(c), (double)m->mem.peak[c]);
+  /* The host's pinned memory (--offload cpu) apart from the device's, never added to it. */
+  if (m->host_mem.total_peak) {
+    cJSON_AddNumberToObject(o, "mem_host_peak_bytes_rank0", (double)m->host_mem.total_peak);
+    cJSON *host = cJSON_AddObjectToObject(o, "mem_host_peak_bytes_by_category");
+    for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
+      cJSON_AddNumberToObject(host, mem_category_name(c), (double)m->host_mem.peak[c]);
+  }
   char *text = cJSON_PrintUnformatted(o);
   if (!text || fprintf(log, "%s\n", text) < 0 || fflush(log) != 0)
     fsdp_fatal("--log: cannot write to '%s': %s", log_path, strerror(errno));
@@ -49,13 +56,14 @@ static void write_json_line(FILE *log, const char *log_path, const struct step_m
 }
 
 void metrics_report_step(FILE *log, const char *log_path, const struct step_metrics *m) {
-  char val[48] = "", scale[64] = "";
+  char val[48] = "", scale[64] = "", host[48] = "";
   if (!isnan(m->val_loss)) snprintf(val, sizeof val, " | val loss %.4f", m->val_loss);
+  if (m->host_mem.total_peak) snprintf(host, sizeof host, " | host (pinned) %.1f MiB", mib(m->host_mem.total_peak));
   if (m->loss_scale > 0.0) snprintf(scale, sizeof scale, " | loss scale %g%s", m->loss_scale, m->skipped ? ", skipped" : "");
   fsdp_log_info("step %5d/%d | loss %.4f | grad norm %.4f | lr %.3e | %.1f ms | %.0f tok/s | comm %.1f ms, "
-                "exposed %.1f ms | peak %.1f MiB/rank%s%s",
+                "exposed %.1f ms | peak %.1f MiB/rank%s%s%s",
                 m->step, m->steps, m->loss, m->grad_norm, m->lr, m->step_ms, m->tokens_per_s, m->comm_ms,
-                m->exposed_comm_ms, mib(m->mem_peak_bytes), scale, val);
+                m->exposed_comm_ms, mib(m->mem_peak_bytes), host, scale, val);
   if (log) write_json_line(log, log_path, m);
 }
 

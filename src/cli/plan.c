@@ -16,6 +16,7 @@
 
 struct plan {
   struct mem_stats mem; /* of the second step */
+  struct mem_stats host; /* the host's pinned memory apart from the device's (--offload cpu) */
   struct comm_traffic traffic, replicate_traffic; /* within the shard group, across the replicas */
   int replicas, shard, ranks_per_node;
   double within_node, between_nodes; /* bytes a rank sends, on average over the ranks */
@@ -68,6 +69,7 @@ static void make_plan(const struct train_options *o, struct plan *p) {
   p->ranks_per_node = o->ranks_per_node ? o->ranks_per_node : p->shard;
   split_by_node(p);
   p->mem = m.mem;
+  p->host = m.host_mem;
   trainer_teardown(&t);
   comm_group_free(group);
   device_close(meta);
@@ -75,24 +77,37 @@ static void make_plan(const struct train_options *o, struct plan *p) {
 
 static double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
 
+static void print_categories(const struct mem_stats *s) {
+  printf("  %-18s %14s %10s %16s\n", "category", "peak bytes", "MiB", "at total peak");
+  for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
+    printf("  %-18s %14zu %10.2f %16.2f\n", mem_category_name(c), s->peak[c], mib((double)s->peak[c]),
+           mib((double)s->at_total_peak[c]));
+  printf("  %-18s %14zu %10.2f\n", "total (peak)", s->total_peak, mib((double)s->total_peak));
+}
+
+static size_t model_state_bytes(const struct mem_stats *s) {
+  return s->peak[MEM_SHARDED_PARAMS] + s->peak[MEM_SHARDED_GRADS] + s->peak[MEM_OPTIMIZER];
+}
+
 static void print_text(const struct train_options *o, const struct plan *p) {
   printf("plan: %s, %zu parameters in %d units; %s sharding over %d ranks; batch %d x %d per rank x %d "
          "micro-batches (%s)\n",
          o->model, p->numel, p->n_units, sharding_strategy_name(o->sharding), o->world_size, p->B, o->seq_len,
          o->grad_accum, o->accum_mode == ACCUM_NO_SYNC ? "no-sync" : "sharded");
-  printf("      activation checkpointing %s, param dtype %s, reduce dtype %s; on %s\n",
+  printf("      activation checkpointing %s, param dtype %s, reduce dtype %s; on %s%s\n",
          o->ac_every == 0 ? "none" : o->ac_every == 1 ? "full" : "every k-th block", dtype_name(o->mp.param_dtype),
-         dtype_name(o->mp.reduce_dtype), o->device);
+         dtype_name(o->mp.reduce_dtype), o->device,
+         o->offload_cpu ? ", sharded state offloaded to pinned host memory" : "");
   printf("      %d OpenMP thread(s) per rank, as here (OMP_NUM_THREADS): attention's backward holds a T x T "
          "scratch per thread\n",
          nn_num_threads());
-  printf("\nmemory per rank in a training step:\n");
-  printf("  %-18s %14s %10s %16s\n", "category", "peak bytes", "MiB", "at total peak");
-  for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
-    printf("  %-18s %14zu %10.2f %16.2f\n", mem_category_name(c), p->mem.peak[c], mib((double)p->mem.peak[c]),
-           mib((double)p->mem.at_total_peak[c]));
-  printf("  %-18s %14zu %10.2f\n", "total (peak)", p->mem.total_peak, mib((double)p->mem.total_peak));
-  size_t state = p->mem.peak[MEM_SHARDED_PARAMS] + p->mem.peak[MEM_SHARDED_GRADS] + p->mem.peak[MEM_OPTIMIZER];
+  printf("\n%s memory per rank in a training step:\n", o->device);
+  print_categories(&p->mem);
+  if (p->host.total_peak) {
+    printf("\nhost memory per rank (pinned), apart from the %s peak above:\n", o->device);
+    print_categories(&p->host);
+  }
+  size_t state = model_state_bytes(&p->mem) + model_state_bytes(&p->host);
   printf("  model state (sharded params, grads, AdamW) %.2f MiB = %.2f bytes per parameter\n", mib((double)state),
          (double)state / (double)p->numel);
   printf("\ntraffic per rank per step (each rank receives as much as it sends):\n");
@@ -119,6 +134,10 @@ static void print_json(const struct train_options *o, const struct plan *p) {
     cJSON_AddNumberToObject(at, mem_category_name(c), (double)p->mem.at_total_peak[c]);
   }
   cJSON_AddNumberToObject(j, "total_peak_bytes", (double)p->mem.total_peak);
+  cJSON *host = cJSON_AddObjectToObject(j, "host_peak_bytes");
+  for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
+    cJSON_AddNumberToObject(host, mem_category_name(c), (double)p->host.peak[c]);
+  cJSON_AddNumberToObject(j, "host_total_peak_bytes", (double)p->host.total_peak);
   cJSON *traffic = cJSON_AddObjectToObject(j, "sent_bytes_per_step");
   cJSON_AddNumberToObject(traffic, "all_gather", p->traffic.all_gather);
   cJSON_AddNumberToObject(traffic, "reduce_scatter", p->traffic.reduce_scatter);

@@ -21,6 +21,13 @@ static const uint64_t VAL_BATCH_BASE = 1ull << 40;
 /* torch.cuda.amp.GradScaler's dynamic loss scaling, for fp16 parameters. */
 static const int LOSS_SCALE_GROWTH_INTERVAL = 2000;
 
+/* Host memory apart from the device's: the pinned sharded state under --offload cpu
+ * (and any staging buffers). Nothing apart when the device is the cpu itself. */
+static void host_memory_stats(const struct trainer *t, struct mem_stats *out) {
+  memset(out, 0, sizeof *out);
+  if (t->device != device_cpu()) device_memory_stats(device_cpu(), out);
+}
+
 static void log_run(const struct trainer *t) {
   fsdp_log_info("model: %s, %d layers, %d heads, %d embd, vocab %d, %zu parameters in %d units",
                 t->opt.model, t->opt.config.n_layer, t->opt.config.n_head, t->opt.config.n_embd, t->opt.config.vocab_size,
@@ -31,10 +38,12 @@ static void log_run(const struct trainer *t) {
   if (t->replicas > 1)
     fsdp_log_info("hsdp: mesh %d x %d: sharded within %d ranks, replicated across %d", t->replicas,
                   t->fsdp.world_size, t->fsdp.world_size, t->replicas);
-  fsdp_log_info("memory: activation checkpointing %s, param dtype %s, reduce dtype %s, accumulation %s",
+  fsdp_log_info("memory: activation checkpointing %s, param dtype %s, reduce dtype %s, accumulation %s, "
+                "sharded state %s",
                 t->opt.ac_every == 0 ? "off" : t->opt.ac_every == 1 ? "of every block" : "of every k-th block",
                 dtype_name(t->opt.mp.param_dtype), dtype_name(t->opt.mp.reduce_dtype),
-                t->opt.accum_mode == ACCUM_NO_SYNC ? "no-sync" : "sharded");
+                t->opt.accum_mode == ACCUM_NO_SYNC ? "no-sync" : "sharded",
+                t->opt.offload_cpu ? "offloaded to pinned host memory" : "on the device");
   if (t->opt.overlap.blocking)
     fsdp_log_info("overlap: off (every collective waited for as soon as it is launched)");
   else
@@ -44,6 +53,8 @@ static void log_run(const struct trainer *t) {
   struct mem_stats mem;
   device_memory_stats(t->device, &mem);
   metrics_print_memory("after model creation", &mem, 0);
+  host_memory_stats(t, &mem);
+  if (mem.total_current) metrics_print_memory("of the host (pinned) after model creation", &mem, 0);
 }
 
 void trainer_setup(struct trainer *t, const struct train_options *o, struct device *device, struct comm_group *group,
@@ -75,6 +86,7 @@ void trainer_setup(struct trainer *t, const struct train_options *o, struct devi
   } else {
     fsdp_model_init(&t->fsdp, device, group, o->sharding, &o->overlap, &o->mp);
   }
+  if (o->offload_cpu) fsdp_model_offload_to_cpu(&t->fsdp);
   t->model = o->family->create(&o->config, &t->fsdp, t->B, t->T, o->ac_every);
   fsdp_model_wrap(&t->fsdp, &o->wrap);
   t->scaler.scale = o->loss_scale;
@@ -167,6 +179,7 @@ void trainer_step(struct trainer *t, int step, struct step_metrics *m) {
   long faults = minor_faults_so_far();
   double start = time_now_ms();
   device_reset_peaks(t->device);
+  if (t->device != device_cpu()) device_reset_peaks(device_cpu());
   float lr = lr_warmup_cosine(step - 1, o->warmup, o->steps, o->lr, o->min_lr);
   m->loss_scale = t->scaler.scale;
   double loss = forward_backward(t, step);
@@ -182,6 +195,7 @@ void trainer_step(struct trainer *t, int step, struct step_metrics *m) {
   fsdp_model_take_comm_times(&t->fsdp, &comm);
 
   device_memory_stats(t->device, &m->mem);
+  host_memory_stats(t, &m->host_mem);
   m->loss = fsdp_model_mean_across_ranks(&t->fsdp, loss);
   m->mem_peak_bytes = (size_t)fsdp_model_max_across_ranks(&t->fsdp, (double)m->mem.total_peak);
   m->comm_ms = comm.all_gather_ms + comm.reduce_scatter_ms + comm.replicate_ms;
@@ -243,7 +257,10 @@ int fsdp_train_main(int argc, char **argv) {
     if (t.opt.trace_path && step == t.opt.trace_last) finish_trace(&t);
     if (t.opt.snapshot_path && step == t.opt.snapshot_last) finish_snapshot(&t);
     metrics_report_step(t.log, t.opt.log_path, &m);
-    if (step == done + 1) metrics_print_memory("in the first step", &m.mem, 1);
+    if (step == done + 1) {
+      metrics_print_memory("in the first step", &m.mem, 1);
+      if (m.host_mem.total_peak) metrics_print_memory("of the host (pinned) in the first step", &m.host_mem, 1);
+    }
     checkpointing_after_step(&checkpoints, &t, step);
   }
   checkpointing_end(&checkpoints, &t);

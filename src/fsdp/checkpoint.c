@@ -79,7 +79,7 @@ void fsdp_checkpoint_snapshot_init(const struct fsdp_model *m, struct ckpt_snaps
 
 void fsdp_checkpoint_snapshot(struct fsdp_model *m, struct ckpt_snapshot *s) {
   FSDP_CHECK(s->pieces != NULL);
-  struct stream *compute = m->streams.compute;
+  struct stream *home = fsdp_streams_home(&m->streams);
   int k = 0;
   for (int i = 0; i < m->n_units; i++) {
     const struct fsdp_unit *u = m->units[i];
@@ -90,12 +90,12 @@ void fsdp_checkpoint_snapshot(struct fsdp_model *m, struct ckpt_snapshot *s) {
       if (!n) continue;
       char *dst = (char *)s->data + s->pieces[k++].offset;
       for (int state = 0; state < CKPT_STATES; state++)
-        device_copy_to_host(compute, dst + state * n * sizeof(float), sources[state] + r.shard_offset,
+        device_copy_to_host(home, dst + state * n * sizeof(float), sources[state] + r.shard_offset,
                             n * sizeof(float));
     }
   }
   FSDP_CHECK(k == s->n_pieces);
-  stream_synchronize(compute);
+  stream_synchronize(home);
 }
 
 void ckpt_snapshot_free(struct ckpt_snapshot *s) {
@@ -193,11 +193,11 @@ static void load_unit(struct fsdp_model *m, struct reader *rd, struct fsdp_unit 
       fsdp_fatal("checkpoint '%s': some of elements [%zu, %zu) of '%s' are in more than one piece", rd->checkpoint,
                  r.begin, r.end, name);
   }
-  struct stream *compute = m->streams.compute;
+  struct stream *home = fsdp_streams_home(&m->streams);
   float *targets[CKPT_STATES] = {u->param_shard, u->adam_m, u->adam_v};
   for (int state = 0; state < CKPT_STATES; state++)
-    device_copy_to_device(compute, targets[state], host[state], shard * sizeof(float));
-  stream_synchronize(compute);
+    device_copy_to_device(home, targets[state], host[state], shard * sizeof(float));
+  stream_synchronize(home);
   free(buffer);
 }
 

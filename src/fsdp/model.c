@@ -78,6 +78,24 @@ void fsdp_model_reshard_all(struct fsdp_model *m) {
 
 static struct nn_ctx compute_ctx(struct fsdp_model *m) { return (struct nn_ctx){m->device, m->streams.compute}; }
 
+/* Where the sharded state is worked on: the compute stream, or the host's under CPU offload. */
+static struct nn_ctx home_ctx(struct fsdp_model *m) {
+  struct stream *home = fsdp_streams_home(&m->streams);
+  return (struct nn_ctx){stream_device(home), home};
+}
+
+/* grad_shard is final where it lives: under CPU offload the reductions' streams copy it
+ * to the host, which waits for them before its kernels read it. */
+static void wait_for_sharded_grads(struct fsdp_model *m) {
+  fsdp_model_wait_for_grads(m);
+  if (m->streams.host) stream_synchronize(m->streams.compute);
+}
+
+void fsdp_model_offload_to_cpu(struct fsdp_model *m) {
+  FSDP_CHECK(m->n_units == 0); /* before fsdp_model_wrap makes the units */
+  fsdp_streams_offload(&m->streams);
+}
+
 static struct tensor shard_of(const struct fsdp_unit *u, float *buffer) {
   return tensor_1d(buffer, DTYPE_F32, u->layout.shard);
 }
@@ -111,12 +129,16 @@ static void all_reduce_everywhere(struct fsdp_model *m, double *value, enum comm
  * (under HSDP the replicas hold the same shards and the same sum). On the meta device
  * nothing is summed: the norm is 0. */
 double fsdp_model_grad_norm(struct fsdp_model *m) {
-  fsdp_model_wait_for_grads(m);
+  wait_for_sharded_grads(m);
   for (int i = 0; i < m->n_units; i++) FSDP_CHECK(!m->units[i]->unreduced);
-  struct nn_ctx c = compute_ctx(m);
-  device_memset(c.stream, m->norm_sum, 0, sizeof(double));
+  struct nn_ctx c = compute_ctx(m), home = home_ctx(m);
+  /* Offloaded, the host sums its shards and hands the sum to the device's all-reduce. */
+  double host_sum = 0.0;
+  double *partial = m->streams.host ? &host_sum : m->norm_sum;
+  device_memset(home.stream, partial, 0, sizeof(double));
   for (int i = 0; i < m->n_units; i++)
-    nn_sum_squares(&c, tensor_1d(m->norm_sum, DTYPE_F64, 1), shard_of(m->units[i], m->units[i]->grad_shard));
+    nn_sum_squares(&home, tensor_1d(partial, DTYPE_F64, 1), shard_of(m->units[i], m->units[i]->grad_shard));
+  if (m->streams.host) device_copy_to_device(c.stream, m->norm_sum, &host_sum, sizeof host_sum);
   /* Replicated gradients are already whole on every rank. */
   if (m->strategy != SHARD_NONE) all_reduce_now(m, m->norm_sum, COMM_SUM, "all-reduce grad norm");
   double sum = 0.0;
@@ -126,8 +148,8 @@ double fsdp_model_grad_norm(struct fsdp_model *m) {
 }
 
 void fsdp_model_scale_grads(struct fsdp_model *m, float scale) {
-  fsdp_model_wait_for_grads(m);
-  struct nn_ctx c = compute_ctx(m);
+  wait_for_sharded_grads(m);
+  struct nn_ctx c = home_ctx(m);
   for (int i = 0; i < m->n_units; i++) nn_scale(&c, shard_of(m->units[i], m->units[i]->grad_shard), scale);
 }
 
@@ -146,7 +168,7 @@ void fsdp_model_zero_grad(struct fsdp_model *m) {
 
 /* Each parameter's owned elements in turn: weight decay is a per-parameter choice. */
 static void adamw_unit(struct fsdp_model *m, struct fsdp_unit *u, const struct nn_adamw *h) {
-  struct nn_ctx c = compute_ctx(m);
+  struct nn_ctx c = home_ctx(m);
   struct tensor param = shard_of(u, u->param_shard), grad = shard_of(u, u->grad_shard);
   struct tensor adam_m = shard_of(u, u->adam_m), adam_v = shard_of(u, u->adam_v);
   for (int p = 0; p < u->layout.n_params; p++) {
@@ -162,7 +184,7 @@ static void adamw_unit(struct fsdp_model *m, struct fsdp_unit *u, const struct n
 
 void fsdp_model_adamw_step(struct fsdp_model *m, const struct adamw_config *cfg, int step) {
   FSDP_CHECK(step >= 1);
-  fsdp_model_wait_for_grads(m);
+  wait_for_sharded_grads(m);
   double begin = trace_enabled() ? trace_now_us() : 0.0;
   mem_push_context("", "optimizer");
   struct nn_adamw h = {

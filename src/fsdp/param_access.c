@@ -37,13 +37,15 @@ static size_t owned(const struct fsdp_unit *u, int param, size_t *offset) {
 void fsdp_unit_write_param_shard(struct fsdp_unit *u, int param, const float *values) {
   size_t offset, n = owned(u, param, &offset);
   if (n == 0) return;
-  device_copy_to_device(u->streams->compute, u->param_shard + offset, values, n * sizeof(float));
-  stream_synchronize(u->streams->compute);
+  struct stream *home = fsdp_streams_home(u->streams);
+  device_copy_to_device(home, u->param_shard + offset, values, n * sizeof(float));
+  stream_synchronize(home);
 }
 
 void fsdp_unit_read_param_shard(const struct fsdp_unit *u, int param, float *values) {
   size_t offset, n = owned(u, param, &offset);
   if (n == 0) return;
-  device_copy_to_host(u->streams->compute, values, u->param_shard + offset, n * sizeof(float));
-  stream_synchronize(u->streams->compute);
+  struct stream *home = fsdp_streams_home(u->streams);
+  device_copy_to_host(home, values, u->param_shard + offset, n * sizeof(float));
+  stream_synchronize(home);
 }

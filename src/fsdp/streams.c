@@ -1,5 +1,6 @@
 #include "fsdp/comm.h"
 #include "fsdp/device.h"
+#include "fsdp/error.h"
 #include "fsdp/stream.h"
 #include "fsdp/trace.h"
 #include "fsdp/unit.h"
@@ -20,8 +21,19 @@ void fsdp_streams_init(struct fsdp_streams *s, struct device *device, struct com
     s->replicate = device_stream_create(device, "replicate all-reduce");
     s->replicate_group = comm_group_dup(replicate, "replicate all-reduce");
   }
+  s->host = NULL;
   s->blocking = 0;
 }
+
+void fsdp_streams_offload(struct fsdp_streams *s) {
+  FSDP_CHECK(!s->host && device_target(s->device) == DEVICE_CUDA);
+  /* A plan runs the host's work as a meta device planning for the cpu: its kernels' sizes,
+   * nothing computed (the pinned "memory" is address ranges too). */
+  struct device *host = device_computes(s->device) ? device_cpu() : device_open(DEVICE_META, DEVICE_CPU);
+  s->host = device_host_stream_create(host, "host");
+}
+
+struct stream *fsdp_streams_home(const struct fsdp_streams *s) { return s->host ? s->host : s->compute; }
 
 void fsdp_streams_free(struct fsdp_streams *s) {
   stream_destroy(s->all_gather);
@@ -32,6 +44,11 @@ void fsdp_streams_free(struct fsdp_streams *s) {
   if (s->replicate) {
     stream_destroy(s->replicate);
     comm_group_free(s->replicate_group);
+  }
+  if (s->host) {
+    struct device *host = stream_device(s->host);
+    stream_destroy(s->host);
+    device_close(host); /* the cpu device stays open */
   }
 }
 

@@ -1,6 +1,5 @@
 #include "fsdp/unit.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "fsdp/comm.h"
@@ -10,28 +9,31 @@
 #include "fsdp/memory.h"
 #include "fsdp/nn.h"
 #include "fsdp/stream.h"
+#include "unit_private.h"
 
 /* Under SHARD_NONE every rank holds the whole flat parameter: a layout over one rank. */
 static int layout_rank(const struct fsdp_unit *u) { return u->strategy == SHARD_NONE ? 0 : u->rank; }
 
-static size_t shard_bytes(const struct fsdp_unit *u) { return u->layout.shard * sizeof(float); }
-static size_t full_bytes(const struct fsdp_unit *u) { return u->layout.padded * dtype_size(u->compute_dtype); }
-
-static struct device *device_of(const struct fsdp_unit *u) { return u->streams->device; }
-
-static struct nn_ctx ctx_on(const struct fsdp_unit *u, struct stream *s) {
-  return (struct nn_ctx){device_of(u), s};
-}
-
-static struct tensor shard_tensor(const struct fsdp_unit *u, float *shard) {
-  return tensor_1d(shard, DTYPE_F32, u->layout.shard);
+/* Where the sharded state lives and is worked on. */
+static struct nn_ctx home_ctx(const struct fsdp_unit *u) {
+  struct stream *home = fsdp_streams_home(u->streams);
+  return (struct nn_ctx){stream_device(home), home};
 }
 
 /* A block of the sharded state, zeroed: padding stays zero in every one of them. */
 static float *sharded_buffer(struct fsdp_unit *u, enum mem_category category) {
-  float *buffer = device_alloc(device_of(u), shard_bytes(u), category, u->streams->compute);
-  device_memset(u->streams->compute, buffer, 0, shard_bytes(u));
+  struct nn_ctx home = home_ctx(u);
+  float *buffer = offloaded(u) ? device_alloc_pinned(device_of(u), shard_bytes(u), category)
+                               : device_alloc(device_of(u), shard_bytes(u), category, home.stream);
+  device_memset(home.stream, buffer, 0, shard_bytes(u));
   return buffer;
+}
+
+static void free_sharded(struct fsdp_unit *u, float *buffer) {
+  if (offloaded(u))
+    device_free_pinned(device_of(u), buffer);
+  else
+    device_free(device_of(u), buffer, u->streams->compute);
 }
 
 void fsdp_unit_init(struct fsdp_unit *u, const char *name, const struct param_spec *specs, int n_params,
@@ -60,14 +62,11 @@ void fsdp_unit_init(struct fsdp_unit *u, const char *name, const struct param_sp
 
 void fsdp_unit_free(struct fsdp_unit *u) {
   fsdp_unit_reshard(u);
-  fsdp_unit_release_grads(u);
-  struct device *d = device_of(u);
-  struct stream *compute = u->streams->compute;
-  if (u->strategy != SHARD_NONE) device_free(d, u->grad_full, compute);
-  device_free(d, u->param_shard, compute);
-  device_free(d, u->grad_shard, compute);
-  device_free(d, u->adam_m, compute);
-  device_free(d, u->adam_v, compute);
+  fsdp_unit_free_grads(u);
+  free_sharded(u, u->param_shard);
+  free_sharded(u, u->grad_shard);
+  free_sharded(u, u->adam_m);
+  free_sharded(u, u->adam_v);
   event_destroy(u->compute_done);
   event_destroy(u->gathered);
   event_destroy(u->reduced);
@@ -77,7 +76,7 @@ void fsdp_unit_free(struct fsdp_unit *u) {
 }
 
 void fsdp_unit_init_params(struct fsdp_unit *u, uint64_t seed) {
-  struct nn_ctx c = ctx_on(u, u->streams->compute);
+  struct nn_ctx c = home_ctx(u);
   struct tensor shard = shard_tensor(u, u->param_shard);
   for (int p = 0; p < u->layout.n_params; p++) {
     const struct flat_param_entry *e = &u->layout.params[p];
@@ -94,26 +93,33 @@ void fsdp_unit_init_params(struct fsdp_unit *u, uint64_t seed) {
   }
 }
 
-/* "all-gather block 3": what a collective is called in traces. */
-struct label {
-  char text[STREAM_LABEL_MAX];
-};
-static struct label label_of(const char *op, const struct fsdp_unit *u) {
-  struct label l;
-  snprintf(l.text, sizeof l.text, "%s %s", op, u->name);
-  return l;
+/* The fp32 shard on the device, for the all-gather stream: param_shard itself, or under
+ * CPU offload its copy made on that stream into gather_input (freed once the gather is
+ * waited for). */
+static float *shard_on_device(struct fsdp_unit *u) {
+  if (!offloaded(u)) return u->param_shard;
+  struct stream *s = u->streams->all_gather;
+  u->gather_input = device_alloc(device_of(u), shard_bytes(u), MEM_COMM, s);
+  device_copy_to_device(s, u->gather_input, u->param_shard, shard_bytes(u));
+  return u->gather_input;
 }
 
-static const char *reduction_name(const struct fsdp_unit *u) {
-  return u->strategy == SHARD_NONE ? "all-reduce" : "reduce-scatter";
-}
-
-/* A collective on another stream must not start before the compute stream's work
- * so far (the optimizer's update, the backward's gradients): free on CPU, where
- * the compute stream is the caller, and needed on a GPU. */
-static void after_compute(struct fsdp_unit *u, struct stream *comm) {
-  event_record(u->compute_done, u->streams->compute);
-  stream_wait_event(comm, u->compute_done);
+/* Replicated, the shard is the whole flat parameter: it is copied, rounded to the param
+ * dtype where the kernels compute in fp32, or cast to the 16-bit dtype they compute in. */
+static void copy_replicated(struct fsdp_unit *u) {
+  struct stream *s = u->streams->all_gather;
+  struct nn_ctx c = ctx_on(u, s);
+  enum dtype pd = u->mp.param_dtype;
+  struct tensor full = tensor_1d(u->param_full, u->compute_dtype, u->layout.padded);
+  if (u->compute_dtype != DTYPE_F32) {
+    nn_cast(&c, full, shard_tensor(u, shard_on_device(u)));
+    return;
+  }
+  if (offloaded(u))
+    device_copy_to_device(s, u->param_full, u->param_shard, shard_bytes(u));
+  else
+    device_copy(s, u->param_full, u->param_shard, shard_bytes(u));
+  if (pd != DTYPE_F32) nn_round(&c, full, pd);
 }
 
 /* The 16-bit gather: the shard is narrowed into gather_input and gathered (half the
@@ -124,19 +130,16 @@ static void gather_low_precision(struct fsdp_unit *u, const char *label) {
   struct nn_ctx c = ctx_on(u, s->all_gather);
   enum dtype pd = u->mp.param_dtype;
   size_t padded = u->layout.padded;
-  struct tensor full = tensor_1d(u->param_full, u->compute_dtype, padded);
-  if (u->strategy == SHARD_NONE) {
-    device_copy(s->all_gather, u->param_full, u->param_shard, padded * sizeof(float));
-    nn_round(&c, full, pd);
-    return;
-  }
-  u->gather_input = device_alloc(device_of(u), u->layout.shard * dtype_size(pd), MEM_COMM, s->all_gather);
-  nn_cast(&c, tensor_1d(u->gather_input, pd, u->layout.shard), shard_tensor(u, u->param_shard));
+  float *shard = shard_on_device(u);
+  /* Offloaded, the shard's device copy is narrowed in place. */
+  if (!u->gather_input)
+    u->gather_input = device_alloc(device_of(u), u->layout.shard * dtype_size(pd), MEM_COMM, s->all_gather);
+  nn_cast(&c, tensor_1d(u->gather_input, pd, u->layout.shard), shard_tensor(u, shard));
   int widen = u->compute_dtype != pd;
   void *gathered = widen ? (char *)u->param_full + padded * dtype_size(pd) : u->param_full;
   comm_all_gather_async(s->all_gather_group, s->all_gather, label, u->gather_input, gathered, u->layout.shard,
                         comm_dtype_of(pd));
-  if (widen) nn_cast(&c, full, tensor_1d(gathered, pd, padded));
+  if (widen) nn_cast(&c, tensor_1d(u->param_full, u->compute_dtype, padded), tensor_1d(gathered, pd, padded));
 }
 
 void fsdp_unit_unshard(struct fsdp_unit *u) {
@@ -152,10 +155,12 @@ void fsdp_unit_unshard(struct fsdp_unit *u) {
   /* The all-gather writes straight into the buffer the parameter views point into. */
   u->param_full = device_alloc(device_of(u), full_bytes(u), MEM_UNSHARDED_PARAMS, s->all_gather);
   after_compute(u, s->all_gather);
-  if (u->mp.param_dtype != DTYPE_F32)
+  if (u->strategy == SHARD_NONE)
+    copy_replicated(u);
+  else if (u->mp.param_dtype != DTYPE_F32)
     gather_low_precision(u, label.text);
   else
-    comm_all_gather_async(s->all_gather_group, s->all_gather, label.text, u->param_shard, u->param_full,
+    comm_all_gather_async(s->all_gather_group, s->all_gather, label.text, shard_on_device(u), u->param_full,
                           u->layout.shard, COMM_F32);
   mem_pop_context();
   event_record(u->gathered, s->all_gather);
@@ -188,107 +193,8 @@ void fsdp_unit_reshard(struct fsdp_unit *u) {
   u->state = UNIT_SHARDED;
 }
 
-void fsdp_unit_begin_grads(struct fsdp_unit *u) {
-  /* The unit's last reduction (of an earlier micro-batch) must be over before
-   * another one adds to the same grad_shard. */
-  fsdp_unit_release_grads(u);
-  struct stream *compute = u->streams->compute;
-  if (u->strategy == SHARD_NONE) {
-    /* DDP keeps one persistent gradient; the kernels accumulate into it. */
-    u->grad_full = u->grad_shard;
-    if (!u->unreduced && !u->grads_in_shard) device_memset(compute, u->grad_full, 0, shard_bytes(u));
-  } else if (!u->unreduced) {
-    FSDP_CHECK(u->grad_full == NULL);
-    u->grad_full = device_alloc(device_of(u), full_bytes(u), MEM_UNSHARDED_GRADS, compute);
-    device_memset(compute, u->grad_full, 0, full_bytes(u));
-  }
-  u->unreduced = 0;
-}
-
-void fsdp_unit_keep_grads(struct fsdp_unit *u) {
-  FSDP_CHECK(u->grad_full != NULL && !u->unreduced);
-  u->unreduced = 1;
-  if (u->strategy == SHARD_NONE) u->grad_full = NULL;
-}
-
-/* On the reduce-scatter stream: the gradients are rounded to the param dtype (in
- * PyTorch they are in it), then reduced into out, averaged (each rank's loss is the
- * mean over its own tokens: averaging gives the mean over the global batch). */
-static void launch_reduction(struct fsdp_unit *u, const char *label, float *out) {
-  const struct fsdp_streams *s = u->streams;
-  struct nn_ctx c = ctx_on(u, s->reduce_scatter);
-  size_t shard = u->layout.shard, padded = u->layout.padded;
-  struct tensor grad = tensor_1d(u->grad_full, DTYPE_F32, padded);
-  if (u->mp.param_dtype != DTYPE_F32) nn_round(&c, grad, u->mp.param_dtype);
-  if (u->strategy == SHARD_NONE) {
-    comm_all_reduce_async(s->reduce_scatter_group, s->reduce_scatter, label, u->grad_full, shard, COMM_F32, COMM_AVG);
-  } else if (u->mp.reduce_dtype == DTYPE_BF16) {
-    /* Narrowed in place; the 16-bit result lands in the upper half of out and is widened there. */
-    nn_cast(&c, tensor_1d(u->grad_full, DTYPE_BF16, padded), grad);
-    uint16_t *result = (uint16_t *)out + shard;
-    comm_reduce_scatter_async(s->reduce_scatter_group, s->reduce_scatter, label, u->grad_full, result, shard,
-                              COMM_BF16, COMM_AVG);
-    nn_cast(&c, tensor_1d(out, DTYPE_F32, shard), tensor_1d(result, DTYPE_BF16, shard));
-  } else {
-    comm_reduce_scatter_async(s->reduce_scatter_group, s->reduce_scatter, label, u->grad_full, out, shard, COMM_F32,
-                              COMM_AVG);
-  }
-}
-
-void fsdp_unit_reduce_grads(struct fsdp_unit *u) {
-  FSDP_CHECK(u->grad_full != NULL && !u->reducing && !u->unreduced);
-  FSDP_CHECK(u->compute_dtype == DTYPE_F32); /* 16-bit gradient buffers come with the GPU's kernels */
-  const struct fsdp_streams *s = u->streams;
-  struct label label = label_of(reduction_name(u), u);
-  mem_push_context(u->name, reduction_name(u));
-  int replicated = u->strategy == SHARD_NONE;
-  after_compute(u, s->reduce_scatter);
-  /* A replicated gradient already holds what the last reduction left: the all-reduce
-   * of its sum with the new local gradients adds their average to it. */
-  float *out = u->grad_shard;
-  if (u->grads_in_shard && !replicated) {
-    u->reduce_output = device_alloc(device_of(u), shard_bytes(u), MEM_COMM, s->reduce_scatter);
-    out = u->reduce_output;
-  }
-  launch_reduction(u, label.text, out);
-  struct stream *last = s->reduce_scatter;
-  if (s->replicate && !replicated) {
-    /* HSDP: the shard group's average, averaged again across the replicas, is the
-     * average over every rank; on a stream of its own, so that the next unit's
-     * reduce-scatter does not wait for it. */
-    event_record(u->scattered, s->reduce_scatter);
-    stream_wait_event(s->replicate, u->scattered);
-    struct label across = label_of("replicate all-reduce", u);
-    comm_all_reduce_async(s->replicate_group, s->replicate, across.text, out, u->layout.shard, COMM_F32, COMM_AVG);
-    last = s->replicate;
-  }
-  if (out != u->grad_shard) {
-    struct nn_ctx c = ctx_on(u, last);
-    nn_add(&c, shard_tensor(u, u->grad_shard), shard_tensor(u, out));
-  }
-  mem_pop_context();
-  event_record(u->reduced, last);
-  if (!replicated) u->grad_reducing = u->grad_full;
-  u->grad_full = NULL;
-  u->reducing = 1;
-  u->grads_in_shard = 1;
-  if (s->blocking) fsdp_unit_release_grads(u);
-}
-
-void fsdp_unit_release_grads(struct fsdp_unit *u) {
-  if (!u->reducing) return;
-  fsdp_streams_wait(u->streams, u->reduced, label_of(reduction_name(u), u).text);
-  mem_push_context(u->name, reduction_name(u));
-  device_free(device_of(u), u->grad_reducing, u->streams->compute);
-  device_free(device_of(u), u->reduce_output, u->streams->compute);
-  mem_pop_context();
-  u->grad_reducing = NULL;
-  u->reduce_output = NULL;
-  u->reducing = 0;
-}
-
 int fsdp_unit_owns_param_full(const struct fsdp_unit *u) {
-  return u->strategy != SHARD_NONE || u->mp.param_dtype != DTYPE_F32;
+  return u->strategy != SHARD_NONE || u->mp.param_dtype != DTYPE_F32 || offloaded(u);
 }
 
 static struct tensor view(const struct fsdp_unit *u, void *full, int param) {
@@ -330,8 +236,9 @@ struct sharded_param_info fsdp_unit_param_info(const struct fsdp_unit *u, int pa
 void fsdp_unit_gather_params(struct fsdp_unit *u, float *out) {
   struct device *cpu = device_cpu();
   float *shard = device_alloc(cpu, shard_bytes(u), MEM_COMM, NULL);
-  device_copy_to_host(u->streams->compute, shard, u->param_shard, shard_bytes(u));
-  stream_synchronize(u->streams->compute);
+  struct stream *home = fsdp_streams_home(u->streams);
+  device_copy_to_host(home, shard, u->param_shard, shard_bytes(u));
+  stream_synchronize(home);
   if (u->strategy == SHARD_NONE) {
     memcpy(out, shard, u->layout.numel * sizeof(float));
   } else {

@@ -1,0 +1,125 @@
+#!/bin/sh
+# `fsdp plan --device cuda` runs the GPU's step on the meta device (no GPU needed): with
+# bf16 compute the unsharded parameters and gradients are 2 bytes an element, and with
+# --offload cpu the sharded state is pinned host memory, apart from the GPU's, which holds
+# only transient copies of shards. Exact bytes for one unit (--wrap none) of P padded
+# elements over W ranks (a shard of s = P / W):
+#   unsharded_params, unsharded_grads   P x the compute dtype's bytes
+#   sharded_params, sharded_grads       4 s each, optimizer 8 s: on the GPU, or in host
+#                                       memory (pinned) under --offload cpu, the GPU's zero
+#   comm, offloaded minus not           4 s: the reduction's result on the GPU before its
+#                                       copy to the host (with bf16 parameters reduced in
+#                                       bf16: 2 s, as the gather's fp32 shard copy of 4 s
+#                                       then sets the peak instead of its bf16 one of 2 s)
+# And every strategy and reduce dtype plans GPT-2 and Llama 3 in bf16, with and without
+# offload, per block: the bf16 unsharded parameters exactly half of what the CPU's bf16
+# plan gathers (the CPU computes in fp32 from the rounded values: the same units, 4 bytes).
+# Usage: plan_cuda_test.sh path/to/fsdp PYTHON
+FSDP=${1:?usage: plan_cuda_test.sh path/to/fsdp PYTHON}
+PYTHON=${2:?usage: plan_cuda_test.sh path/to/fsdp PYTHON}
+tmp=$(mktemp -d) || exit 2
+trap 'rm -rf "$tmp"' EXIT
+
+GPT2="--model gpt2-tiny --n-layer 2 --n-embd 64 --n-head 4 --vocab-size 128 --block-size 32 --seq-len 32 \
+--batch-size 2"
+LLAMA="--model llama3-debug --n-layer 2 --n-embd 64 --n-head 4 --n-kv-head 2 --ffn-hidden 96 --vocab-size 128 \
+--block-size 32 --seq-len 32 --batch-size 2"
+
+if ! "$FSDP" plan --device cuda --world-size 1 $GPT2 > "$tmp/probe.txt" 2>&1; then
+  if grep -q "built without" "$tmp/probe.txt"; then echo "SKIPPED: no cuda kernels in this build"; exit 77; fi
+  cat "$tmp/probe.txt"
+  exit 1
+fi
+
+# plan NAME FLAGS...: the JSON plan in $tmp/NAME.json, for cuda, or for $DEVICE.
+plan() {
+  name=$1
+  shift
+  # shellcheck disable=SC2068
+  if ! "$FSDP" plan --device "${DEVICE:-cuda}" --format json $@ > "$tmp/$name.json" 2> "$tmp/$name.err"; then
+    echo "FAIL: fsdp plan --device ${DEVICE:-cuda} $*: $(cat "$tmp/$name.err")"
+    exit 1
+  fi
+}
+
+for w in 2 4; do
+  for dtypes in "fp32 fp32" "bf16 bf16" "bf16 fp32"; do
+    set -- $dtypes
+    for offload in none cpu; do
+      plan "one-$w-$1-$2-$offload" $GPT2 --wrap none --world-size $w --param-dtype $1 --reduce-dtype $2 \
+        --offload $offload
+    done
+  done
+done
+for model in gpt2 llama; do
+  if [ $model = gpt2 ]; then flags=$GPT2; else flags=$LLAMA; fi
+  for sharding in full grad-op none; do
+    for reduce in fp32 bf16; do
+      [ $sharding = none ] && [ $reduce = bf16 ] && continue
+      for offload in none cpu; do
+        plan "block-$model-$sharding-$reduce-$offload" $flags --world-size 2 --sharding $sharding \
+          --param-dtype bf16 --reduce-dtype $reduce --offload $offload
+      done
+    done
+    DEVICE=cpu plan "block-$model-$sharding-cpu" $flags --world-size 2 --sharding $sharding --param-dtype bf16
+  done
+done
+
+# Accumulation in both modes, fp16 with its loss scale, and HSDP, offloaded: they plan.
+for extra in "--grad-accum 2 --accum-mode sharded" "--grad-accum 2 --accum-mode no-sync" "--param-dtype fp16" \
+  "--world-size 4 --mesh 2,2" "--sharding none --grad-accum 2"; do
+  plan more $GPT2 --world-size 2 --param-dtype bf16 --offload cpu $extra
+done
+
+"$PYTHON" - "$tmp" <<'PY'
+import json, os, sys
+tmp = sys.argv[1]
+def load(name):
+    return json.load(open(os.path.join(tmp, name + ".json")))
+failures = 0
+def expect(what, got, want):
+    global failures
+    if got != want:
+        failures += 1
+        print(f"FAIL {what}: {got}, expected {want}")
+STATE = ("sharded_params", "sharded_grads", "optimizer")
+for w in (2, 4):
+    for pd, rd in (("fp32", "fp32"), ("bf16", "bf16"), ("bf16", "fp32")):
+        base = f"one-{w}-{pd}-{rd}"
+        on, off = load(base + "-none"), load(base + "-cpu")
+        P = on["parameters"]  # this model's single unit needs no padding
+        assert P % (16 * w) == 0, P
+        s = P // w
+        size = 4 if pd == "fp32" else 2
+        for name, plan in ((base, on), (base + " offloaded", off)):
+            expect(f"{name} unsharded_params", plan["peak_bytes"]["unsharded_params"], size * P)
+            expect(f"{name} unsharded_grads", plan["peak_bytes"]["unsharded_grads"], size * P)
+        state = {"sharded_params": 4 * s, "sharded_grads": 4 * s, "optimizer": 8 * s}
+        for c in STATE:
+            expect(f"{base} {c}", on["peak_bytes"][c], state[c])
+            expect(f"{base} host {c}", on["host_peak_bytes"][c], 0)
+            expect(f"{base} offloaded {c}", off["peak_bytes"][c], 0)
+            expect(f"{base} offloaded host {c}", off["host_peak_bytes"][c], state[c])
+        expect(f"{base} offloaded host total", off["host_total_peak_bytes"], 16 * s)
+        extra = 2 * s if (pd, rd) == ("bf16", "bf16") else 4 * s
+        expect(f"{base} offloaded comm minus not", off["peak_bytes"]["comm"] - on["peak_bytes"]["comm"], extra)
+        print(f"ok W={w} {pd}/{rd}: P {P}, GPU total {on['total_peak_bytes']} -> {off['total_peak_bytes']} "
+              f"offloaded, host {off['host_total_peak_bytes']}")
+for model in ("gpt2", "llama"):
+    for sharding in ("full", "grad-op", "none"):
+        fp32 = load(f"block-{model}-{sharding}-cpu")["peak_bytes"]["unsharded_params"]
+        for rd in ("fp32", "bf16"):
+            if sharding == "none" and rd == "bf16":
+                continue
+            for offload in ("none", "cpu"):
+                plan = load(f"block-{model}-{sharding}-{rd}-{offload}")
+                expect(f"{model} {sharding} bf16/{rd} offload {offload}: unsharded_params",
+                       2 * plan["peak_bytes"]["unsharded_params"], fp32)
+                host = sum(plan["host_peak_bytes"][c] for c in STATE)
+                gpu = sum(plan["peak_bytes"][c] for c in STATE)
+                what = f"{model} {sharding} bf16/{rd} offload {offload}: state"
+                expect(f"{what} on the GPU", gpu == 0, offload == "cpu")
+                expect(f"{what} on the host", host == 0, offload == "none")
+        print(f"ok {model} {sharding}: bf16 unsharded params {fp32 // 2} bytes, the CPU's fp32 {fp32}")
+sys.exit(1 if failures else 0)
+PY
