@@ -7,7 +7,7 @@
 #   test       ctest -L gpu --output-on-failure
 #   smoke      fsdp train --device cuda: gpt2-tiny fp32 and bf16, and W=2 staged under mpirun
 #   sanitize   compute-sanitizer memcheck and racecheck on a tiny training run
-#   bench      bench/gpu.sh (gpt2, llama, scaling); or one part: bench-gpt2, bench-llama,
+#   bench      bench/gpu.sh (gpt2, llama, scaling); or parts: bench-gpt2, bench-llama,
 #              bench-scaling
 #   cpu-test   ctest -LE gpu (the CPU suite; long, not in the default list)
 #
@@ -34,15 +34,30 @@ build=${GPU_BUILD:-$repo/build-gpu}
 work=${GPU_WORK:-/tmp/fsdp-gpu}
 out=${OUT:-$repo/gpu-session-out}
 logs=$work/logs
+rm -rf "$logs"  # a warm machine keeps /tmp between calls: this call's logs only
 mkdir -p "$out" "$logs" || exit 1
 summary=$logs/summary.md
 stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=(build test smoke sanitize bench)
+# bench parts named one by one (bench-gpt2 bench-llama) run as one bench stage, so that
+# bench/gpu.sh shares the time left between them.
+merged=() bench_parts=""
+for s in "${stages[@]}"; do
+  case $s in
+    bench) bench_parts=gpt2,llama,scaling ;;
+    bench-*) bench_parts=${bench_parts:+$bench_parts,}${s#bench-} ;;
+  esac
+  case $s in
+    bench|bench-*) [[ " ${merged[*]-} " == *" bench "* ]] || merged+=(bench) ;;
+    *) merged+=("$s") ;;
+  esac
+done
+stages=("${merged[@]}")
 
 say() { printf '[gpu-session %4ds] %s\n' "$(($(date +%s) - start))" "$*" | tee -a "$logs/session.log" >&2; }
 left() { echo $((budget - ($(date +%s) - start))); }
 results=()
-MPICC="" MPIRUN=""
+MPICC="" MPIRUN="" NCCL_DIR="" OPENBLAS_LIB="" CBLAS_INCLUDE="" CJSON_LIB="" CJSON_INCLUDE=""
 
 # Copies what should come back into $OUT; called after every stage, so a call killed at
 # its limit still returns what was done before.
@@ -88,6 +103,7 @@ run_stage() {
   case $rc in
     0) status=ok ;;
     124|137) status="TIMEOUT after ${max} s" ;;
+    77) status="skipped (exit 77: no GPU)" ;;
     *) status="FAILED (exit $rc)" ;;
   esac
   tail -n 40 "$logs/$name.log" >"$logs/$name.tail"
@@ -128,7 +144,6 @@ setup() {
   # One machine: shared memory between ranks, no UCX or libfabric probing of the network.
   export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_btl=${OMPI_MCA_btl:-self,sm}
   MPICC=$ompi/bin/mpicc MPIRUN=$ompi/bin/mpirun
-  NCCL_DIR="" OPENBLAS_LIB="" CBLAS_INCLUDE="" CJSON_LIB="" CJSON_INCLUDE=""
 
   # NCCL: PyTorch's nvidia-nccl-cu13 wheel (nvidia/nccl/{include/nccl.h,lib/libnccl.so.2}).
   # It has no libnccl.so to link against; a folder of links gives CMake the usual layout.
@@ -181,12 +196,15 @@ stage_build() {
   if [ -f "$build/CMakeCache.txt" ] && ! grep -q "^CMAKE_GENERATOR:INTERNAL=$([ ${#gen[@]} -gt 0 ] && echo Ninja || echo 'Unix Makefiles')" "$build/CMakeCache.txt"; then
     rm -rf "$build"
   fi
+  local v flags=()
+  # Only what setup found: without .gpu-deps, CMake looks where it always does.
+  for v in MPI_C_COMPILER=$MPICC MPIEXEC_EXECUTABLE=$MPIRUN OPENBLAS_LIB=$OPENBLAS_LIB CBLAS_INCLUDE=$CBLAS_INCLUDE \
+           CJSON_LIB=$CJSON_LIB CJSON_INCLUDE=$CJSON_INCLUDE NCCL_ROOT=$NCCL_DIR; do
+    [ -n "${v#*=}" ] && flags+=("-D$v")
+  done
   set -x
-  cmake -S "$repo" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DFSDP_CUDA=ON \
-    -DMPI_C_COMPILER="$MPICC" -DMPIEXEC_EXECUTABLE="$MPIRUN" \
-    -DOPENBLAS_LIB="$OPENBLAS_LIB" -DCBLAS_INCLUDE="$CBLAS_INCLUDE" \
-    -DCJSON_LIB="$CJSON_LIB" -DCJSON_INCLUDE="$CJSON_INCLUDE" \
-    ${NCCL_DIR:+-DNCCL_ROOT="$NCCL_DIR"} && cmake --build "$build" -j "$(nproc)"
+  cmake -S "$repo" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DFSDP_CUDA=ON "${flags[@]}" &&
+    cmake --build "$build" -j "$(nproc)"
 }
 
 tiny_text() {  # byte tokens for the small models: the repository's own documents
@@ -206,7 +224,7 @@ stage_smoke() {
     --param-dtype bf16 --log "$logs/smoke-bf16.jsonl" || rc=1
   "$fsdp" train --device cuda --model llama3-debug --data "$data" --batch-size 2 --seq-len 64 --steps 10 \
     --param-dtype bf16 --log "$logs/smoke-llama.jsonl" || rc=1
-  FSDP_COMM_TRANSPORT=staged "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 2 \
+  FSDP_COMM_TRANSPORT=staged "${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe --bind-to none -np 2 \
     -x FSDP_COMM_TRANSPORT -x LD_LIBRARY_PATH \
     "$fsdp" train --device cuda --model gpt2-tiny --data "$data" --global-batch-size 8 --seq-len 64 --steps 10 \
     --log "$logs/smoke-w2-staged.jsonl" || rc=1
@@ -236,7 +254,7 @@ stage_sanitize() {
 
 stage_bench() {  # stage_bench PARTS
   # shellcheck disable=SC2086
-  "$repo/bench/gpu.sh" --fsdp "$build/fsdp" --mpirun "$MPIRUN" --parts "$1" --budget "$(($(left) - 25))" \
+  bash "$repo/bench/gpu.sh" --fsdp "$build/fsdp" --mpirun "${MPIRUN:-mpirun}" --parts "$1" --budget "$(($(left) - 25))" \
     --out "$logs" ${BENCH_ARGS:-}
 }
 
@@ -270,8 +288,7 @@ for s in "${stages[@]}"; do
         test) run_stage test 300 stage_test ;;
         smoke) run_stage smoke 180 stage_smoke ;;
         sanitize) run_stage sanitize 240 stage_sanitize ;;
-        bench) run_stage bench 600 stage_bench gpt2,llama,scaling ;;
-        bench-gpt2|bench-llama|bench-scaling) run_stage "$s" 600 stage_bench "${s#bench-}" ;;
+        bench) run_stage bench 600 stage_bench "$bench_parts" ;;
         cpu-test) run_stage cpu-test 600 cpu_test ;;
       esac ;;
     *) say "unknown stage '$s' (build test smoke sanitize bench bench-gpt2 bench-llama bench-scaling cpu-test)"
