@@ -182,7 +182,7 @@ setup() {
     echo "mpirun: $("$MPIRUN" --version 2>&1 | head -n1) (OPAL_PREFIX=$OPAL_PREFIX)"
     echo "nccl: ${NCCL_DIR:-not found} -> ${nccl_py:-}"
     echo "python3: $(command -v python3) $(python3 -c 'import torch, sys; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version() if torch.cuda.is_available() else "-")' 2>&1 | tail -n1)"
-    echo "compute-sanitizer: $(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n1 || echo 'not found')"
+    echo "compute-sanitizer: $(find_sanitizer || true)"
   } >"$logs/env.txt" 2>&1
   nvidia-smi >"$logs/nvidia-smi.txt" 2>&1
   nvidia-smi -q >>"$logs/nvidia-smi.txt" 2>&1
@@ -231,10 +231,16 @@ stage_smoke() {
   return $rc
 }
 
+find_sanitizer() {
+  command -v compute-sanitizer && return
+  ls /usr/local/cuda*/bin/compute-sanitizer /usr/local/cuda*/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n1 ||
+    find /usr /opt -xdev -name compute-sanitizer -type f -perm -u+x 2>/dev/null | head -n1
+}
+
 stage_sanitize() {
   local fsdp=$build/fsdp data cs rc=0 tool
   data=$(tiny_text)
-  cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n1)
+  cs=$(find_sanitizer)
   [ -n "$cs" ] || { echo "compute-sanitizer not found"; return 1; }
   for tool in memcheck racecheck; do
     echo "=== $tool"
@@ -271,7 +277,7 @@ fi
 # (A function's redirection keeps it in this shell: setup's variables are set here.)
 # The stages run under timeout, in a child bash: hand it the functions and variables.
 export repo build work logs deps MPICC MPIRUN NCCL_DIR OPENBLAS_LIB CBLAS_INCLUDE CJSON_LIB CJSON_INCLUDE
-export -f stage_build stage_test stage_smoke stage_sanitize stage_bench cpu_test tiny_text left
+export -f find_sanitizer stage_build stage_test stage_smoke stage_sanitize stage_bench cpu_test tiny_text left
 export start budget
 publish
 
