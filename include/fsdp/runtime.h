@@ -42,7 +42,9 @@ struct fsdp_model {
    * (FSDP2's set_requires_gradient_sync(False), FSDP1's no_sync). */
   int requires_grad_sync;
   struct fsdp_unit *latest_reduced; /* the unit whose reduction was launched last in this backward */
-  double *norm_sum;                 /* on the device: the grad norm's sum of squares */
+  /* On the device, for the model-wide all-reduces (the grad norm's sum of squares, the
+   * metrics): NCCL reduces device memory only. */
+  double *scalar;
   int n_modules;
   struct fsdp_module *modules;
   int n_units;                      /* 0 until fsdp_model_wrap */

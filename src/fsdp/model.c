@@ -41,7 +41,7 @@ void fsdp_model_init_hybrid(struct fsdp_model *m, struct device *device, struct 
   fsdp_streams_init(&m->streams, device, group, replicate);
   m->streams.blocking = m->overlap.blocking;
   m->collective_done = event_create(device);
-  m->norm_sum = device_alloc(device, sizeof(double), MEM_OTHER, m->streams.compute);
+  m->scalar = device_alloc(device, sizeof(double), MEM_OTHER, m->streams.compute);
 }
 
 void fsdp_model_free(struct fsdp_model *m) {
@@ -51,7 +51,7 @@ void fsdp_model_free(struct fsdp_model *m) {
   }
   m->n_units = 0;
   fsdp_model_free_modules(m);
-  device_free(m->device, m->norm_sum, m->streams.compute);
+  device_free(m->device, m->scalar, m->streams.compute);
   event_destroy(m->collective_done);
   fsdp_streams_free(&m->streams);
 }
@@ -101,7 +101,7 @@ static struct tensor shard_of(const struct fsdp_unit *u, float *buffer) {
 }
 
 /* On comm stream `on` over group g, after the compute stream's work so far, and waited
- * for. value is host memory on cpu, device memory on a GPU. */
+ * for. value is in the device's memory (m->scalar). */
 static void all_reduce_on(struct fsdp_model *m, struct stream *on, struct comm_group *g, double *value,
                           enum comm_reduce_op op, const char *label) {
   struct fsdp_streams *s = &m->streams;
@@ -134,15 +134,15 @@ double fsdp_model_grad_norm(struct fsdp_model *m) {
   struct nn_ctx c = compute_ctx(m), home = home_ctx(m);
   /* Offloaded, the host sums its shards and hands the sum to the device's all-reduce. */
   double host_sum = 0.0;
-  double *partial = m->streams.host ? &host_sum : m->norm_sum;
+  double *partial = m->streams.host ? &host_sum : m->scalar;
   device_memset(home.stream, partial, 0, sizeof(double));
   for (int i = 0; i < m->n_units; i++)
     nn_sum_squares(&home, tensor_1d(partial, DTYPE_F64, 1), shard_of(m->units[i], m->units[i]->grad_shard));
-  if (m->streams.host) device_copy_to_device(c.stream, m->norm_sum, &host_sum, sizeof host_sum);
+  if (m->streams.host) device_copy_to_device(c.stream, m->scalar, &host_sum, sizeof host_sum);
   /* Replicated gradients are already whole on every rank. */
-  if (m->strategy != SHARD_NONE) all_reduce_now(m, m->norm_sum, COMM_SUM, "all-reduce grad norm");
+  if (m->strategy != SHARD_NONE) all_reduce_now(m, m->scalar, COMM_SUM, "all-reduce grad norm");
   double sum = 0.0;
-  device_copy_to_host(c.stream, &sum, m->norm_sum, sizeof sum);
+  device_copy_to_host(c.stream, &sum, m->scalar, sizeof sum);
   stream_synchronize(c.stream);
   return sqrt(sum);
 }
@@ -207,14 +207,22 @@ void fsdp_model_adamw_step(struct fsdp_model *m, const struct adamw_config *cfg,
   if (trace_enabled()) trace_span(trace_track(stream_name(m->streams.compute)), "optimizer", begin, trace_now_us());
 }
 
-double fsdp_model_mean_across_ranks(struct fsdp_model *m, double value) {
-  all_reduce_everywhere(m, &value, COMM_AVG, "all-reduce mean");
+/* value through the device scalar, reduced over every rank. */
+static double reduce_metric(struct fsdp_model *m, double value, enum comm_reduce_op op, const char *label) {
+  struct stream *s = m->streams.compute;
+  device_copy_to_device(s, m->scalar, &value, sizeof value);
+  all_reduce_everywhere(m, m->scalar, op, label);
+  device_copy_to_host(s, &value, m->scalar, sizeof value);
+  stream_synchronize(s);
   return value;
 }
 
+double fsdp_model_mean_across_ranks(struct fsdp_model *m, double value) {
+  return reduce_metric(m, value, COMM_AVG, "all-reduce mean");
+}
+
 double fsdp_model_max_across_ranks(struct fsdp_model *m, double value) {
-  all_reduce_everywhere(m, &value, COMM_MAX, "all-reduce max");
-  return value;
+  return reduce_metric(m, value, COMM_MAX, "all-reduce max");
 }
 
 void fsdp_model_take_comm_times(struct fsdp_model *m, struct fsdp_comm_times *out) {
