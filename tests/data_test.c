@@ -4,10 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "check.h"
+#include "child_stderr.h"
 #include "fsdp/cli.h"
 #include "temp_files.h"
 
@@ -201,28 +200,11 @@ static void run_load_case(const struct load_case *c) {
 }
 
 /* Runs the case in a child with stderr captured; it must exit non-zero and say every word. */
+static void call_load_case(const void *c) { run_load_case(c); }
+
 static void expect_fatal(const char *what, const struct load_case *c, const char *word1, const char *word2) {
-  int fds[2];
-  if (pipe(fds) != 0) exit(2);
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  if (pid < 0) exit(2);
-  if (pid == 0) {
-    close(fds[0]);
-    dup2(fds[1], STDERR_FILENO);
-    run_load_case(c);
-    _exit(0);
-  }
-  close(fds[1]);
   char message[4096];
-  size_t len = 0;
-  ssize_t got;
-  while ((got = read(fds[0], message + len, sizeof message - 1 - len)) > 0) len += (size_t)got;
-  message[len] = '\0';
-  close(fds[0]);
-  int status;
-  waitpid(pid, &status, 0);
+  int status = run_in_child(call_load_case, c, message, sizeof message);
   int failed = WIFEXITED(status) && WEXITSTATUS(status) != 0;
   EXPECT(failed, "%s: the load did not fail (stderr: %s)", what, message);
   EXPECT(strstr(message, word1) && strstr(message, word2), "%s: message lacks '%s' / '%s': %s", what, word1,

@@ -7,10 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "check.h"
+#include "child_stderr.h"
 #include "fsdp/memviz.h"
 #include "temp_files.h"
 
@@ -130,30 +129,14 @@ static void test_good_snapshot(void) {
 
 /* Loads path in a child with stderr captured: it must exit 1 with one message that
  * starts with "fsdp: error: PATH: " and goes on with `want`. */
+static void load_snapshot(const void *path) {
+  struct memory_snapshot s;
+  memory_snapshot_load(&s, path);
+}
+
 static void expect_refused(const char *what, const char *path, const char *want) {
-  int fds[2];
-  if (pipe(fds) != 0) exit(2);
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  if (pid < 0) exit(2);
-  if (pid == 0) {
-    close(fds[0]);
-    dup2(fds[1], STDERR_FILENO);
-    struct memory_snapshot s;
-    memory_snapshot_load(&s, path);
-    _exit(0);
-  }
-  close(fds[1]);
   char message[4096];
-  size_t len = 0;
-  ssize_t got;
-  while (len + 1 < sizeof message && (got = read(fds[0], message + len, sizeof message - 1 - len)) > 0)
-    len += (size_t)got;
-  message[len] = '\0';
-  close(fds[0]);
-  int status;
-  waitpid(pid, &status, 0);
+  int status = run_in_child(load_snapshot, path, message, sizeof message);
   char expected[1024];
   snprintf(expected, sizeof expected, "fsdp: error: %s: %s", path, want);
   int refused = WIFEXITED(status) && WEXITSTATUS(status) == 1;

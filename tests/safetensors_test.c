@@ -7,10 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "check.h"
+#include "child_stderr.h"
 #include "fsdp/dtype.h"
 #include "fsdp/safetensors.h"
 #include "temp_files.h"
@@ -168,29 +167,18 @@ static void read_all(const char *path) {
 
 /* Runs open(path) in a child with stderr captured: it must exit 1 with a message that
  * starts with "fsdp: error: PATH: " and goes on with want. */
+struct open_call {
+  open_fn *open;
+  const char *path;
+};
+static void call_open(const void *arg) {
+  const struct open_call *c = arg;
+  c->open(c->path);
+}
+
 static void expect_refused(const char *what, open_fn *open, const char *path, const char *want) {
-  int fds[2];
-  if (pipe(fds) != 0) exit(2);
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  if (pid < 0) exit(2);
-  if (pid == 0) {
-    close(fds[0]);
-    dup2(fds[1], STDERR_FILENO);
-    open(path);
-    _exit(0);
-  }
-  close(fds[1]);
   char message[4096];
-  size_t len = 0;
-  ssize_t got;
-  while (len + 1 < sizeof message && (got = read(fds[0], message + len, sizeof message - 1 - len)) > 0)
-    len += (size_t)got;
-  message[len] = '\0';
-  close(fds[0]);
-  int status;
-  waitpid(pid, &status, 0);
+  int status = run_in_child(call_open, &(struct open_call){open, path}, message, sizeof message);
   char expected[1024];
   snprintf(expected, sizeof expected, "fsdp: error: %s: %s", path, want);
   int refused = WIFEXITED(status) && WEXITSTATUS(status) == 1;
