@@ -166,7 +166,7 @@ struct variant {
   int no_sync;        /* accumulate unsharded gradients, reduce at the last micro-batch */
   struct fsdp_wrap_policy wrap;
 };
-#define BLOCK_WRAP {WRAP_BLOCK, 0, RESHARD_AUTO}
+#define BLOCK_WRAP {WRAP_MODULE, 0, RESHARD_AUTO}
 static const struct variant PLAIN = {"plain", 0, 1, 0, BLOCK_WRAP};
 
 /* replicate: HSDP's replicas of group's shards, or NULL. */
@@ -347,7 +347,7 @@ int main(int argc, char **argv) {
       {"accumulation, no sync", 0, K, 1, BLOCK_WRAP},
       {"wrap none", 0, 1, 0, {WRAP_NONE, 0, RESHARD_AUTO}},
       {"wrap size:100K", 0, 1, 0, {WRAP_SIZE, 100000, RESHARD_AUTO}},
-      {"wrap block, reshard after forward always", 0, 1, 0, {WRAP_BLOCK, 0, RESHARD_ALWAYS}},
+      {"wrap block, reshard after forward always", 0, 1, 0, {WRAP_MODULE, 0, RESHARD_ALWAYS}},
       {"wrap size:1, reshard after forward never", 0, 1, 0, {WRAP_SIZE, 1, RESHARD_NEVER}},
   };
   for (size_t i = 0; i < sizeof close / sizeof close[0]; i++) {

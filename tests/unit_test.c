@@ -43,7 +43,7 @@ static float rank_grad(int r, size_t i) { return (float)(r + 1) * 0.25f + (float
 static struct fsdp_unit *one_unit_model(struct fsdp_model *m, enum sharding_strategy strategy) {
   fsdp_model_init(m, device_cpu(), comm_world(), strategy, NULL, NULL);
   fsdp_model_add_module(m, "test unit", "", specs, N_PARAMS); /* MODULE */
-  const struct fsdp_wrap_policy reshard = {WRAP_BLOCK, 0, RESHARD_ALWAYS};
+  const struct fsdp_wrap_policy reshard = {WRAP_MODULE, 0, RESHARD_ALWAYS};
   fsdp_model_wrap(m, &reshard);
   return m->units[0];
 }

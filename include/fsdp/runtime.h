@@ -114,11 +114,11 @@ struct fsdp_unit_use {
   int reduces; /* the unit's first use in the forward: its backward reduces the gradients */
 };
 
-/* Which modules share a unit: each module its own unit (BLOCK: a transformer block, the
- * embedding, the final norm, the output projection), consecutive modules until a unit
+/* Which modules share a unit: each module its own unit (MODULE; `--wrap block`, as a
+ * decoder's modules are its blocks and the layers around them), consecutive modules until a unit
  * holds at least min_params parameters (SIZE, like size_based_auto_wrap_policy), or one
  * unit for the whole model (NONE). Tied modules always share their owner's unit. */
-enum wrap_kind { WRAP_BLOCK, WRAP_SIZE, WRAP_NONE };
+enum wrap_kind { WRAP_MODULE, WRAP_SIZE, WRAP_NONE };
 /* AUTO reshards every use but the last of the forward, whose backward comes next (as
  * FSDP2 does); ALWAYS and NEVER apply to all uses. Only full sharding reshards. */
 enum reshard_after_forward { RESHARD_AUTO, RESHARD_ALWAYS, RESHARD_NEVER };

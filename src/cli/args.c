@@ -137,7 +137,7 @@ static int parse_ac(const char *flag, const char *text) {
 /* size:N takes N as a count of parameters, with an optional K, M or G (10^3, 10^6, 10^9). */
 static void set_wrap(struct train_options *o, const char *flag, const char *text) {
   if (strcmp(text, "block") == 0 || strcmp(text, "none") == 0) {
-    o->wrap.kind = text[0] == 'b' ? WRAP_BLOCK : WRAP_NONE;
+    o->wrap.kind = text[0] == 'b' ? WRAP_MODULE : WRAP_NONE;
     return;
   }
   if (strncmp(text, "size:", 5) != 0) fsdp_fatal("%s: expected block, none or size:N, got '%s'", flag, text);

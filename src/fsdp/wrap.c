@@ -8,7 +8,7 @@
 #include "fsdp/runtime.h"
 #include "wrap.h"
 
-const struct fsdp_wrap_policy FSDP_WRAP_DEFAULT = {.kind = WRAP_BLOCK, .min_params = 0,
+const struct fsdp_wrap_policy FSDP_WRAP_DEFAULT = {.kind = WRAP_MODULE, .min_params = 0,
                                                    .reshard_after_forward = RESHARD_AUTO};
 
 static struct fsdp_module *new_module(struct fsdp_model *m, const char *name) {
@@ -60,7 +60,7 @@ static size_t module_numel(const struct fsdp_module *mod) {
 /* Whether a unit holding numel_so_far parameters is complete. */
 static int closes_unit(const struct fsdp_wrap_policy *policy, size_t numel_so_far) {
   switch (policy->kind) {
-    case WRAP_BLOCK: return 1;
+    case WRAP_MODULE: return 1;
     case WRAP_SIZE: return numel_so_far >= policy->min_params;
     case WRAP_NONE: return 0;
   }
