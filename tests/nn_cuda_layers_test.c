@@ -184,15 +184,17 @@ static void test_layernorm(const struct shape *s, enum dtype d) {
   for (size_t i = 0; i < N * C; i++) inp.cpu[i] += 3.0f;
   dtype_round(d, inp.cpu, N * C);
   upload(&inp);
-  struct pair out = random_pair(d, N * C, 1.0f), mean = random_pair(d, N, 1.0f), rstd = random_pair(d, N, 1.0f);
+  /* The statistics are fp32 in every dtype (the op's contract). */
+  struct pair out = random_pair(d, N * C, 1.0f), mean = random_pair(DTYPE_F32, N, 1.0f);
+  struct pair rstd = random_pair(DTYPE_F32, N, 1.0f);
   nn_layernorm_forward(&cpu_ctx, cpu2(&out, C), cpu1(&mean), cpu1(&rstd), cpu2(&inp, C), cpu1(&weight), cpu1(&bias));
   nn_layernorm_forward(&gpu_ctx, gpu2(&out, C), gpu1(&mean), gpu1(&rstd), gpu2(&inp, C), gpu1(&weight), gpu1(&bias));
   expect(s->name, "layernorm_forward out", &out, CLOSE);
   expect(s->name, "layernorm_forward mean", &mean, CLOSE);
   expect(s->name, "layernorm_forward rstd", &rstd, CLOSE);
 
-  /* The backward from the same saved mean and rstd on both sides: the CPU's, rounded. */
-  struct pair m = pair_of(d, mean.cpu, N), r = pair_of(d, rstd.cpu, N);
+  /* The backward from the same saved mean and rstd on both sides: the CPU's. */
+  struct pair m = pair_of(DTYPE_F32, mean.cpu, N), r = pair_of(DTYPE_F32, rstd.cpu, N);
   struct pair dout = random_pair(d, N * C, 1.0f), dinp = random_pair(d, N * C, 1.0f);
   struct pair dweight = random_pair(d, C, 1.0f), dbias = random_pair(d, C, 1.0f);
   nn_layernorm_backward(&cpu_ctx, cpu2(&dinp, C), cpu1(&dweight), cpu1(&dbias), cpu2(&dout, C), cpu2(&inp, C),
@@ -291,7 +293,7 @@ static void test_crossentropy(const struct shape *s, enum dtype d) {
   void *gids = tokens(ids, N, s->V);
   struct tensor ctargets = tensor_2d(ids, DTYPE_I32, s->B, s->T), gtargets = tensor_2d(gids, DTYPE_I32, s->B, s->T);
   struct pair logits = random_pair(d, N * V, 3.0f), probs = random_pair(d, N * V, 1.0f);
-  struct pair losses = random_pair(d, N, 1.0f);
+  struct pair losses = random_pair(DTYPE_F32, N, 1.0f); /* fp32 in every dtype */
   nn_softmax_crossentropy_forward(&cpu_ctx, cpu2(&probs, V), cpu1(&losses), cpu2(&logits, V), ctargets);
   nn_softmax_crossentropy_forward(&gpu_ctx, gpu2(&probs, V), gpu1(&losses), gpu2(&logits, V), gtargets);
   expect(s->name, "softmax_crossentropy_forward probs", &probs, CLOSE);

@@ -198,15 +198,15 @@ static void expect_within_ulp(const char *op, const char *tensor, const float *c
 static void test_rmsnorm(size_t N, size_t C, enum dtype d) {
   const float eps = 1e-5f;
   struct operand inp = random_operand(N * C, d, 2.0f), weight = random_operand(C, d, 1.0f);
-  struct operand out = output(N * C, d), rstd = output(N, d);
+  struct operand out = output(N * C, d), rstd = output(N, DTYPE_F32); /* fp32 in every dtype */
   nn_rmsnorm_forward(&cpu_ctx, cpu2(&out, C), cpu1(&rstd), cpu2(&inp, C), cpu1(&weight), eps);
   nn_rmsnorm_forward(&gpu_ctx, gpu2(&out, C), gpu1(&rstd), gpu2(&inp, C), gpu1(&weight), eps);
   expect_close("rmsnorm_forward", "out", &out);
   expect_close("rmsnorm_forward", "rstd", &rstd);
 
-  /* Both backwards from the CPU's rstd, rounded to the dtype. Then again with each
-   * gradient absent in turn, which must leave the other's as it was computed. */
-  struct operand saved = upload(copy_of(rstd.cpu, N), N, d), dout = random_operand(N * C, d, 1.0f);
+  /* Both backwards from the CPU's rstd. Then again with each gradient absent in turn,
+   * which must leave the other's as it was computed. */
+  struct operand saved = upload(copy_of(rstd.cpu, N), N, DTYPE_F32), dout = random_operand(N * C, d, 1.0f);
   for (int absent = 0; absent <= 2; absent++) {
     struct operand dinp = random_operand(N * C, d, 0.5f), dweight = random_operand(C, d, 0.5f);
     struct tensor cd = absent == 1 ? TENSOR_NONE : cpu2(&dinp, C), gd = absent == 1 ? TENSOR_NONE : gpu2(&dinp, C);

@@ -32,7 +32,7 @@ struct decoder {
   void *logits;           /* (N, V): freed once the loss is computed, unless keep_logits */
   int keep_logits;        /* 1: the logits stay until the backward or the next forward */
   void *probs;            /* (N, V) */
-  void *losses;           /* (N) */
+  void *losses;           /* (N) fp32 */
   double *loss_sum;       /* on the device: the sum of losses, for mean_loss */
   float mean_loss;        /* this rank's mean over its B * T tokens (0 on the meta device) */
   /* The gradient of the residual stream at the current depth, (N, C), from the final
@@ -42,12 +42,13 @@ struct decoder {
 };
 
 /* A family's block: its saved activations (at most DECODER_MAX_BUFFERS of them, the
- * output last), its forward from input, and its backward, which takes dL/d(output) in
- * d_residual and leaves dL/d(input) there. */
+ * output last, each of the given bytes: decoder_bytes or decoder_stats_bytes), its forward
+ * from input, and its backward, which takes dL/d(output) in d_residual and leaves
+ * dL/d(input) there. */
 enum { DECODER_MAX_BUFFERS = 16 };
 struct decoder_block {
   int n_buffers;
-  void (*buffers)(struct decoder *d, int layer, void **buffers[], size_t elements[]);
+  void (*buffers)(struct decoder *d, int layer, void **buffers[], size_t bytes[]);
   void (*forward)(struct decoder *d, int layer, void *input);
   void (*backward)(struct decoder *d, int layer, void *input);
 };
@@ -75,16 +76,22 @@ void decoder_add_block(struct decoder *d, int l, const char *block_prefix, const
 struct tensor decoder_param(const struct decoder *d, int module, int param);
 struct tensor decoder_grad(const struct decoder *d, int module, int param);
 
-/* The compute stream, buffers of the compute dtype on it, and the activations' views. */
+/* The compute stream, buffers on it, and the activations' views. Activations are in the
+ * compute dtype; the norms' statistics and the per-token losses in fp32 (the ops'
+ * contracts keep them at fp32's precision whatever the compute dtype). */
 struct nn_ctx decoder_ctx(const struct decoder *d);
+size_t decoder_bytes(const struct decoder *d, size_t elements);
+size_t decoder_stats_bytes(size_t elements);
+void *decoder_alloc_bytes(const struct decoder *d, size_t bytes);
 void *decoder_alloc(const struct decoder *d, size_t elements);
+void *decoder_alloc_stats(const struct decoder *d, size_t elements);
 void decoder_release(const struct decoder *d, void **buffer);
 /* Releases each of buffers[0 .. n). */
 void decoder_release_all(const struct decoder *d, void **const buffers[], size_t n);
 void decoder_zero(const struct decoder *d, void *buffer, size_t elements);
-/* (N, cols) and (N) in the compute dtype; the tokens (B, T) in int32. */
+/* (N, cols) in the compute dtype; (N) statistics in fp32; the tokens (B, T) in int32. */
 struct tensor decoder_act2(const struct decoder *d, void *data, size_t cols);
-struct tensor decoder_act1(const struct decoder *d, void *data);
+struct tensor decoder_stats(const struct decoder *d, void *data);
 struct tensor decoder_tokens(const struct decoder *d, int *data);
 
 /* Copies a batch (host token ids) to the device. */

@@ -1,8 +1,10 @@
 #include "fsdp/error.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "fsdp/log.h"
 
@@ -10,12 +12,26 @@ static fsdp_abort_fn abort_handler;
 
 void fsdp_set_abort_handler(fsdp_abort_fn fn) { abort_handler = fn; }
 
+/* The job ends once, with the first error's message and status. exit() from a second
+ * thread while the first runs the process's exit handlers (CUDA's unload among them)
+ * is undefined behaviour, and a helper thread whose CUDA calls start failing because
+ * the driver is unloading would report a second, misleading error. So the first caller
+ * owns the exit; a later caller on another thread waits for the exit to take it; a
+ * caller on the owning thread (an exit or abort handler failing in turn) is inside an
+ * exit already, and leaves at once. */
+static atomic_flag ending = ATOMIC_FLAG_INIT;
+static _Thread_local int owns_exit;
+
 void fsdp_fatal(const char *fmt, ...) {
   char message[2048];
   va_list args;
   va_start(args, fmt);
   vsnprintf(message, sizeof message, fmt, args);
   va_end(args);
+  if (owns_exit) _exit(1);
+  if (atomic_flag_test_and_set(&ending))
+    for (;;) pause();
+  owns_exit = 1;
   if (fsdp_log_world_size() > 1)
     fprintf(stderr, "fsdp: error: rank %d: %s\n", fsdp_log_rank(), message);
   else

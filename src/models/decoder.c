@@ -85,8 +85,18 @@ struct nn_ctx decoder_ctx(const struct decoder *d) {
   return (struct nn_ctx){d->fsdp->device, d->fsdp->streams.compute};
 }
 
-void *decoder_alloc(const struct decoder *d, size_t elements) {
-  return device_alloc(d->fsdp->device, elements * dtype_size(d->dtype), MEM_ACTIVATIONS, d->fsdp->streams.compute);
+size_t decoder_bytes(const struct decoder *d, size_t elements) { return elements * dtype_size(d->dtype); }
+
+size_t decoder_stats_bytes(size_t elements) { return elements * sizeof(float); }
+
+void *decoder_alloc_bytes(const struct decoder *d, size_t bytes) {
+  return device_alloc(d->fsdp->device, bytes, MEM_ACTIVATIONS, d->fsdp->streams.compute);
+}
+
+void *decoder_alloc(const struct decoder *d, size_t elements) { return decoder_alloc_bytes(d, decoder_bytes(d, elements)); }
+
+void *decoder_alloc_stats(const struct decoder *d, size_t elements) {
+  return decoder_alloc_bytes(d, decoder_stats_bytes(elements));
 }
 
 void decoder_release(const struct decoder *d, void **buffer) {
@@ -106,8 +116,8 @@ struct tensor decoder_act2(const struct decoder *d, void *data, size_t cols) {
   return tensor_2d(data, d->dtype, (size_t)d->B * d->T, cols);
 }
 
-struct tensor decoder_act1(const struct decoder *d, void *data) {
-  return tensor_1d(data, d->dtype, (size_t)d->B * d->T);
+struct tensor decoder_stats(const struct decoder *d, void *data) {
+  return tensor_1d(data, DTYPE_F32, (size_t)d->B * d->T);
 }
 
 struct tensor decoder_tokens(const struct decoder *d, int *data) {
@@ -124,13 +134,13 @@ void decoder_load_batch(struct decoder *d, const int *inputs, const int *targets
 
 struct block_buffers {
   void **buffer[DECODER_MAX_BUFFERS];
-  size_t elements[DECODER_MAX_BUFFERS];
+  size_t bytes[DECODER_MAX_BUFFERS];
 };
 
 static struct block_buffers buffers_of(struct decoder *d, const struct decoder_block *block, int layer) {
   FSDP_CHECK(block->n_buffers >= 1 && block->n_buffers <= DECODER_MAX_BUFFERS);
   struct block_buffers b;
-  block->buffers(d, layer, b.buffer, b.elements);
+  block->buffers(d, layer, b.buffer, b.bytes);
   return b;
 }
 
@@ -138,7 +148,7 @@ static struct block_buffers buffers_of(struct decoder *d, const struct decoder_b
 static void block_alloc(struct decoder *d, const struct decoder_block *block, int layer) {
   struct block_buffers b = buffers_of(d, block, layer);
   for (int i = 0; i < block->n_buffers; i++)
-    if (!*b.buffer[i]) *b.buffer[i] = decoder_alloc(d, b.elements[i]);
+    if (!*b.buffer[i]) *b.buffer[i] = decoder_alloc_bytes(d, b.bytes[i]);
 }
 
 /* Everything but the output, which is the next block's input. */
@@ -197,9 +207,9 @@ void decoder_loss_forward(struct decoder *d, struct tensor head, void *final) {
   struct nn_ctx k = decoder_ctx(d);
   d->logits = decoder_alloc(d, (size_t)d->B * d->T * V);
   d->probs = decoder_alloc(d, (size_t)d->B * d->T * V);
-  d->losses = decoder_alloc(d, (size_t)d->B * d->T);
+  d->losses = decoder_alloc_stats(d, (size_t)d->B * d->T);
   nn_matmul_forward(&k, decoder_act2(d, d->logits, V), decoder_act2(d, final, C), head, TENSOR_NONE);
-  nn_softmax_crossentropy_forward(&k, decoder_act2(d, d->probs, V), decoder_act1(d, d->losses),
+  nn_softmax_crossentropy_forward(&k, decoder_act2(d, d->probs, V), decoder_stats(d, d->losses),
                                   decoder_act2(d, d->logits, V), decoder_tokens(d, d->targets));
   if (!d->keep_logits) decoder_release(d, &d->logits); /* the backward needs only probs */
 }
@@ -208,7 +218,7 @@ void decoder_mean_loss(struct decoder *d) {
   struct nn_ctx k = decoder_ctx(d);
   double sum = 0.0;
   device_memset(k.stream, d->loss_sum, 0, sizeof(double));
-  nn_sum(&k, tensor_1d(d->loss_sum, DTYPE_F64, 1), decoder_act1(d, d->losses));
+  nn_sum(&k, tensor_1d(d->loss_sum, DTYPE_F64, 1), decoder_stats(d, d->losses));
   device_copy_to_host(k.stream, &sum, d->loss_sum, sizeof sum);
   stream_synchronize(k.stream);
   d->mean_loss = (float)(sum / ((double)d->B * d->T));

@@ -59,21 +59,22 @@ static void declare_modules(struct gpt2 *model) {
 static struct tensor act2(const struct gpt2 *model, void *data, size_t cols) {
   return decoder_act2(&model->base, data, cols);
 }
-static struct tensor act1(const struct gpt2 *model, void *data) { return decoder_act1(&model->base, data); }
+static struct tensor stats(const struct gpt2 *model, void *data) { return decoder_stats(&model->base, data); }
 
-/* A block's saved activations and their sizes in elements, the output last. */
+/* A block's saved activations and their sizes in bytes, the output last. */
 enum { BLOCK_ACT_BUFFERS = 15 };
-static void block_act_buffers(struct decoder *d, int l, void **buffers[], size_t elements[]) {
+static void block_act_buffers(struct decoder *d, int l, void **buffers[], size_t bytes[]) {
   struct gpt2_block_acts *a = &((struct gpt2 *)d)->acts[l];
   size_t N = (size_t)d->B * d->T, C = (size_t)d->config.n_embd;
   size_t att = (size_t)d->B * d->config.n_head * d->T * d->T;
+  size_t NC = decoder_bytes(d, N * C), stat = decoder_stats_bytes(N);
   void **b[BLOCK_ACT_BUFFERS] = {&a->ln1,      &a->ln1_mean, &a->ln1_rstd, &a->qkv, &a->atty,
                                  &a->att,      &a->attproj,  &a->residual2, &a->ln2, &a->ln2_mean,
                                  &a->ln2_rstd, &a->fch,      &a->fch_gelu, &a->fcproj, &a->residual3};
-  size_t e[BLOCK_ACT_BUFFERS] = {N * C, N, N, N * 3 * C, N * C, att, N * C, N * C,
-                                 N * C, N, N, N * 4 * C, N * 4 * C, N * C, N * C};
+  size_t e[BLOCK_ACT_BUFFERS] = {NC,   stat, stat,    3 * NC, NC,     decoder_bytes(d, att), NC, NC,
+                                 NC,   stat, stat,    4 * NC, 4 * NC, NC,                    NC};
   memcpy(buffers, b, sizeof b);
-  memcpy(elements, e, sizeof e);
+  memcpy(bytes, e, sizeof e);
 }
 
 static void block_forward(struct decoder *d, int l, void *input);
@@ -111,7 +112,7 @@ static void block_forward(struct decoder *d, int l, void *input) {
   struct nn_ctx c = decoder_ctx(d);
   size_t C = (size_t)d->config.n_embd;
   struct tensor att = tensor_4d(a->att, d->dtype, (size_t)d->B, (size_t)d->config.n_head, (size_t)d->T, (size_t)d->T);
-  nn_layernorm_forward(&c, act2(model, a->ln1, C), act1(model, a->ln1_mean), act1(model, a->ln1_rstd),
+  nn_layernorm_forward(&c, act2(model, a->ln1, C), stats(model, a->ln1_mean), stats(model, a->ln1_rstd),
                        act2(model, input, C), decoder_param(d, u, BLK_LN1_W), decoder_param(d, u, BLK_LN1_B));
   nn_matmul_forward(&c, act2(model, a->qkv, 3 * C), act2(model, a->ln1, C), decoder_param(d, u, BLK_QKV_W),
                     decoder_param(d, u, BLK_QKV_B));
@@ -119,7 +120,7 @@ static void block_forward(struct decoder *d, int l, void *input) {
   nn_matmul_forward(&c, act2(model, a->attproj, C), act2(model, a->atty, C), decoder_param(d, u, BLK_ATTPROJ_W),
                     decoder_param(d, u, BLK_ATTPROJ_B));
   nn_residual_forward(&c, act2(model, a->residual2, C), act2(model, input, C), act2(model, a->attproj, C));
-  nn_layernorm_forward(&c, act2(model, a->ln2, C), act1(model, a->ln2_mean), act1(model, a->ln2_rstd),
+  nn_layernorm_forward(&c, act2(model, a->ln2, C), stats(model, a->ln2_mean), stats(model, a->ln2_rstd),
                        act2(model, a->residual2, C), decoder_param(d, u, BLK_LN2_W), decoder_param(d, u, BLK_LN2_B));
   nn_matmul_forward(&c, act2(model, a->fch, 4 * C), act2(model, a->ln2, C), decoder_param(d, u, BLK_FC_W),
                     decoder_param(d, u, BLK_FC_B));
@@ -144,9 +145,9 @@ void gpt2_forward(struct gpt2 *model, const int *inputs, const int *targets) {
   void *residual = decoder_blocks_forward(d, &BLOCK);
   fsdp_pre_forward(d->fsdp, d->final_norm);
   model->lnf = decoder_alloc(d, N * C);
-  model->lnf_mean = decoder_alloc(d, N);
-  model->lnf_rstd = decoder_alloc(d, N);
-  nn_layernorm_forward(&k, act2(model, model->lnf, C), act1(model, model->lnf_mean), act1(model, model->lnf_rstd),
+  model->lnf_mean = decoder_alloc_stats(d, N);
+  model->lnf_rstd = decoder_alloc_stats(d, N);
+  nn_layernorm_forward(&k, act2(model, model->lnf, C), stats(model, model->lnf_mean), stats(model, model->lnf_rstd),
                        act2(model, residual, C), decoder_param(d, d->final_norm, LNF_W),
                        decoder_param(d, d->final_norm, LNF_B));
   fsdp_post_forward(d->fsdp, d->final_norm);
@@ -179,8 +180,8 @@ static void block_backward(struct decoder *d, int l, void *input) {
   nn_matmul_backward(&c, d_ln, decoder_grad(d, u, BLK_FC_W), decoder_grad(d, u, BLK_FC_B),
                      act2(model, model->d_fch, 4 * C), act2(model, a->ln2, C), decoder_param(d, u, BLK_FC_W));
   nn_layernorm_backward(&c, d_residual, decoder_grad(d, u, BLK_LN2_W), decoder_grad(d, u, BLK_LN2_B), d_ln,
-                        act2(model, a->residual2, C), decoder_param(d, u, BLK_LN2_W), act1(model, a->ln2_mean),
-                        act1(model, a->ln2_rstd));
+                        act2(model, a->residual2, C), decoder_param(d, u, BLK_LN2_W), stats(model, a->ln2_mean),
+                        stats(model, a->ln2_rstd));
 
   decoder_zero(d, model->d_atty, N * C);
   nn_matmul_backward(&c, act2(model, model->d_atty, C), decoder_grad(d, u, BLK_ATTPROJ_W),
@@ -193,8 +194,8 @@ static void block_backward(struct decoder *d, int l, void *input) {
   nn_matmul_backward(&c, d_ln, decoder_grad(d, u, BLK_QKV_W), decoder_grad(d, u, BLK_QKV_B),
                      act2(model, model->d_qkv, 3 * C), act2(model, a->ln1, C), decoder_param(d, u, BLK_QKV_W));
   nn_layernorm_backward(&c, d_residual, decoder_grad(d, u, BLK_LN1_W), decoder_grad(d, u, BLK_LN1_B), d_ln,
-                        act2(model, input, C), decoder_param(d, u, BLK_LN1_W), act1(model, a->ln1_mean),
-                        act1(model, a->ln1_rstd));
+                        act2(model, input, C), decoder_param(d, u, BLK_LN1_W), stats(model, a->ln1_mean),
+                        stats(model, a->ln1_rstd));
 }
 
 void gpt2_backward(struct gpt2 *model, float loss_scale) {
@@ -213,8 +214,8 @@ void gpt2_backward(struct gpt2 *model, float loss_scale) {
   nn_layernorm_backward(&k, act2(model, d->d_residual, C), decoder_grad(d, d->final_norm, LNF_W),
                         decoder_grad(d, d->final_norm, LNF_B), act2(model, model->d_ln, C),
                         act2(model, model->acts[d->config.n_layer - 1].residual3, C),
-                        decoder_param(d, d->final_norm, LNF_W), act1(model, model->lnf_mean),
-                        act1(model, model->lnf_rstd));
+                        decoder_param(d, d->final_norm, LNF_W), stats(model, model->lnf_mean),
+                        stats(model, model->lnf_rstd));
   fsdp_post_backward(d->fsdp, d->final_norm);
   decoder_release(d, &model->lnf_mean);
   decoder_release(d, &model->lnf_rstd);

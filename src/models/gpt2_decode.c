@@ -2,7 +2,7 @@
  * tokens only, their keys and values kept for the steps after. */
 #include "fsdp/gpt2.h"
 
-/* The step's activations, (n, C) or (n, 4C), and the layer norms' statistics (n). */
+/* The step's activations, (n, C) or (n, 4C), and the layer norms' statistics (n, fp32). */
 struct step {
   struct decoder *d;
   struct kv_cache *cache;
@@ -13,7 +13,7 @@ struct step {
 static struct tensor rows(const struct step *s, void *data, size_t cols) {
   return decoder_rows(s->d, data, s->n, cols);
 }
-static struct tensor stats(const struct step *s, void *data) { return tensor_1d(data, s->d->dtype, (size_t)s->n); }
+static struct tensor stats(const struct step *s, void *data) { return tensor_1d(data, DTYPE_F32, (size_t)s->n); }
 
 /* x -> x + proj(attention(q, cache k, cache v)), q k v = ln1(x) Wqkv + b (k and v of the new
  *   positions written into the cache) -> (that) + fcproj(gelu(fc(ln2(that)))) */
@@ -54,8 +54,9 @@ void gpt2_decode(struct gpt2 *model, struct kv_cache *cache, const int *tokens, 
   struct nn_ctx k = decoder_ctx(d);
   struct step s = {d, cache, n, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
   void **const buffers[] = {&s.x, &s.ln, &s.mean, &s.rstd, &s.q, &s.atty, &s.proj, &s.fch, &s.fch_gelu};
-  size_t N = (size_t)n, elements[] = {N * C, N * C, N, N, N * C, N * C, N * C, 4 * N * C, 4 * N * C};
-  for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++) *buffers[i] = decoder_alloc(d, elements[i]);
+  size_t NC = decoder_bytes(d, (size_t)n * C), stat = decoder_stats_bytes((size_t)n);
+  size_t bytes[] = {NC, NC, stat, stat, NC, NC, NC, 4 * NC, 4 * NC};
+  for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++) *buffers[i] = decoder_alloc_bytes(d, bytes[i]);
   struct tensor ids = decoder_upload_tokens(d, tokens, n);
 
   fsdp_pre_forward(d->fsdp, d->embedding);
@@ -70,8 +71,8 @@ void gpt2_decode(struct gpt2 *model, struct kv_cache *cache, const int *tokens, 
   }
   void *last = (char *)s.x + (size_t)(n - 1) * C * dtype_size(d->dtype);
   fsdp_pre_forward(d->fsdp, d->final_norm);
-  nn_layernorm_forward(&k, decoder_rows(d, s.ln, 1, C), tensor_1d(s.mean, d->dtype, 1),
-                       tensor_1d(s.rstd, d->dtype, 1), decoder_rows(d, last, 1, C),
+  nn_layernorm_forward(&k, decoder_rows(d, s.ln, 1, C), tensor_1d(s.mean, DTYPE_F32, 1),
+                       tensor_1d(s.rstd, DTYPE_F32, 1), decoder_rows(d, last, 1, C),
                        decoder_param(d, d->final_norm, LNF_W), decoder_param(d, d->final_norm, LNF_B));
   fsdp_post_forward(d->fsdp, d->final_norm);
   fsdp_pre_forward(d->fsdp, d->output);

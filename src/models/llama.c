@@ -95,7 +95,7 @@ static void declare_modules(struct llama *model) {
 static struct tensor act2(const struct llama *model, void *data, size_t cols) {
   return decoder_act2(&model->base, data, cols);
 }
-static struct tensor act1(const struct llama *model, void *data) { return decoder_act1(&model->base, data); }
+static struct tensor stats(const struct llama *model, void *data) { return decoder_stats(&model->base, data); }
 static struct tensor heads(const struct llama *model, void *data, int n_heads) {
   const struct decoder *d = &model->base;
   return tensor_4d(data, d->dtype, (size_t)d->B, (size_t)d->T, (size_t)n_heads, (size_t)head_dim(&d->config));
@@ -116,19 +116,19 @@ static struct tensor rope_table(const struct llama *model) {
   return tensor_2d(model->rope, d->dtype, (size_t)d->config.max_seq_len, (size_t)head_dim(&d->config));
 }
 
-/* A block's saved activations and their sizes in elements, the output last. */
+/* A block's saved activations and their sizes in bytes, the output last. */
 enum { BLOCK_ACT_BUFFERS = 16 };
-static void block_act_buffers(struct decoder *d, int l, void **buffers[], size_t elements[]) {
+static void block_act_buffers(struct decoder *d, int l, void **buffers[], size_t bytes[]) {
   struct llama_block_acts *a = &((struct llama *)d)->acts[l];
   struct widths w = widths_of(d);
-  size_t N = w.N, C = w.C, F = w.F, q = N * w.q, kv = N * w.kv;
-  size_t att = (size_t)d->B * d->config.n_head * d->T * d->T;
+  size_t N = w.N, NC = decoder_bytes(d, N * w.C), NF = decoder_bytes(d, N * w.F), stat = decoder_stats_bytes(N);
+  size_t q = decoder_bytes(d, N * w.q), kv = decoder_bytes(d, N * w.kv);
+  size_t att = decoder_bytes(d, (size_t)d->B * d->config.n_head * d->T * d->T);
   void **b[BLOCK_ACT_BUFFERS] = {&a->attn_norm, &a->attn_rstd, &a->q, &a->k, &a->v, &a->att, &a->atty, &a->attproj,
                                  &a->h, &a->ffn_norm, &a->ffn_rstd, &a->gate, &a->up, &a->swiglu, &a->down, &a->out};
-  size_t e[BLOCK_ACT_BUFFERS] = {N * C, N, q, kv, kv, att, q, N * C,
-                                 N * C, N * C, N, N * F, N * F, N * F, N * C, N * C};
+  size_t e[BLOCK_ACT_BUFFERS] = {NC, stat, q, kv, kv, att, q, NC, NC, NC, stat, NF, NF, NF, NC, NC};
   memcpy(buffers, b, sizeof b);
-  memcpy(elements, e, sizeof e);
+  memcpy(bytes, e, sizeof e);
 }
 
 static void block_forward(struct decoder *d, int l, void *input);
@@ -176,7 +176,7 @@ static void block_forward(struct decoder *d, int l, void *input) {
   struct widths w = widths_of(d);
   struct tensor q = q_heads(model, a->q), k = kv_heads(model, a->k), table = rope_table(model);
   struct tensor n = act2(model, a->attn_norm, w.C), m = act2(model, a->ffn_norm, w.C);
-  nn_rmsnorm_forward(&c, n, act1(model, a->attn_rstd), act2(model, input, w.C), decoder_param(d, u, LLAMA_ATTN_NORM),
+  nn_rmsnorm_forward(&c, n, stats(model, a->attn_rstd), act2(model, input, w.C), decoder_param(d, u, LLAMA_ATTN_NORM),
                      d->config.norm_eps);
   nn_matmul_forward(&c, act2(model, a->q, w.q), n, decoder_param(d, u, LLAMA_WQ), TENSOR_NONE);
   nn_matmul_forward(&c, act2(model, a->k, w.kv), n, decoder_param(d, u, LLAMA_WK), TENSOR_NONE);
@@ -188,7 +188,7 @@ static void block_forward(struct decoder *d, int l, void *input) {
   nn_matmul_forward(&c, act2(model, a->attproj, w.C), act2(model, a->atty, w.q), decoder_param(d, u, LLAMA_WO),
                     TENSOR_NONE);
   nn_residual_forward(&c, act2(model, a->h, w.C), act2(model, input, w.C), act2(model, a->attproj, w.C));
-  nn_rmsnorm_forward(&c, m, act1(model, a->ffn_rstd), act2(model, a->h, w.C), decoder_param(d, u, LLAMA_FFN_NORM),
+  nn_rmsnorm_forward(&c, m, stats(model, a->ffn_rstd), act2(model, a->h, w.C), decoder_param(d, u, LLAMA_FFN_NORM),
                      d->config.norm_eps);
   nn_matmul_forward(&c, act2(model, a->gate, w.F), m, decoder_param(d, u, LLAMA_W1), TENSOR_NONE);
   nn_matmul_forward(&c, act2(model, a->up, w.F), m, decoder_param(d, u, LLAMA_W3), TENSOR_NONE);
@@ -213,8 +213,8 @@ void llama_forward(struct llama *model, const int *inputs, const int *targets) {
   void *residual = decoder_blocks_forward(d, &BLOCK);
   fsdp_pre_forward(d->fsdp, d->final_norm);
   model->norm = decoder_alloc(d, N * C);
-  model->norm_rstd = decoder_alloc(d, N);
-  nn_rmsnorm_forward(&k, act2(model, model->norm, C), act1(model, model->norm_rstd), act2(model, residual, C),
+  model->norm_rstd = decoder_alloc_stats(d, N);
+  nn_rmsnorm_forward(&k, act2(model, model->norm, C), stats(model, model->norm_rstd), act2(model, residual, C),
                      decoder_param(d, d->final_norm, 0), d->config.norm_eps);
   fsdp_post_forward(d->fsdp, d->final_norm);
   fsdp_pre_forward(d->fsdp, d->output);
@@ -263,7 +263,7 @@ static void block_backward(struct decoder *d, int l, void *input) {
   nn_matmul_backward(&c, d_norm, decoder_grad(d, u, LLAMA_W3), TENSOR_NONE, act2(model, model->d_up, w.F),
                      act2(model, a->ffn_norm, w.C), decoder_param(d, u, LLAMA_W3));
   nn_rmsnorm_backward(&c, d_residual, decoder_grad(d, u, LLAMA_FFN_NORM), d_norm, act2(model, a->h, w.C),
-                      decoder_param(d, u, LLAMA_FFN_NORM), act1(model, a->ffn_rstd));
+                      decoder_param(d, u, LLAMA_FFN_NORM), stats(model, a->ffn_rstd));
 
   decoder_zero(d, model->d_atty, w.N * w.q);
   nn_matmul_backward(&c, act2(model, model->d_atty, w.q), decoder_grad(d, u, LLAMA_WO), TENSOR_NONE, d_residual,
@@ -280,7 +280,7 @@ static void block_backward(struct decoder *d, int l, void *input) {
   nn_matmul_backward(&c, d_norm, decoder_grad(d, u, LLAMA_WV), TENSOR_NONE, act2(model, model->d_v, w.kv),
                      act2(model, a->attn_norm, w.C), decoder_param(d, u, LLAMA_WV));
   nn_rmsnorm_backward(&c, d_residual, decoder_grad(d, u, LLAMA_ATTN_NORM), d_norm, act2(model, input, w.C),
-                      decoder_param(d, u, LLAMA_ATTN_NORM), act1(model, a->attn_rstd));
+                      decoder_param(d, u, LLAMA_ATTN_NORM), stats(model, a->attn_rstd));
 }
 
 void llama_backward(struct llama *model, float loss_scale) {
@@ -299,7 +299,7 @@ void llama_backward(struct llama *model, float loss_scale) {
   decoder_zero(d, d->d_residual, N * C);
   nn_rmsnorm_backward(&k, act2(model, d->d_residual, C), decoder_grad(d, d->final_norm, 0),
                       act2(model, model->d_norm, C), act2(model, model->acts[d->config.n_layer - 1].out, C),
-                      decoder_param(d, d->final_norm, 0), act1(model, model->norm_rstd));
+                      decoder_param(d, d->final_norm, 0), stats(model, model->norm_rstd));
   fsdp_post_backward(d->fsdp, d->final_norm);
   decoder_release(d, &model->norm_rstd);
   model->d_atty = decoder_alloc(d, N * w.q);

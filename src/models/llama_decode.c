@@ -2,7 +2,7 @@
  * tokens only, their rotated keys and their values kept for the steps after. */
 #include "fsdp/llama.h"
 
-/* The step's activations: (n, C), (n, NH hd), (n, F), and the norms' rstd (n). */
+/* The step's activations: (n, C), (n, NH hd), (n, F), and the norms' rstd (n, fp32). */
 struct step {
   struct llama *model;
   struct kv_cache *cache;
@@ -13,9 +13,7 @@ struct step {
 static struct tensor rows(const struct step *s, void *data, size_t cols) {
   return decoder_rows(&s->model->base, data, s->n, cols);
 }
-static struct tensor rstd(const struct step *s) {
-  return tensor_1d(s->rstd, s->model->base.dtype, (size_t)s->n);
-}
+static struct tensor rstd(const struct step *s) { return tensor_1d(s->rstd, DTYPE_F32, (size_t)s->n); }
 
 /* Rows [P, P + n) of the RoPE table: a (1, n, heads, hd) view turns by positions P ... */
 static struct tensor table_from(const struct step *s) {
@@ -71,8 +69,9 @@ void llama_decode(struct llama *model, struct kv_cache *cache, const int *tokens
   struct nn_ctx k = decoder_ctx(d);
   struct step s = {model, cache, n, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
   void **const buffers[] = {&s.x, &s.norm, &s.rstd, &s.q, &s.atty, &s.proj, &s.gate, &s.up, &s.swiglu};
-  size_t elements[] = {N * C, N * C, N, N * Q, N * Q, N * C, N * F, N * F, N * F};
-  for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++) *buffers[i] = decoder_alloc(d, elements[i]);
+  size_t NC = decoder_bytes(d, N * C), NQ = decoder_bytes(d, N * Q), NF = decoder_bytes(d, N * F);
+  size_t bytes[] = {NC, NC, decoder_stats_bytes(N), NQ, NQ, NC, NF, NF, NF};
+  for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++) *buffers[i] = decoder_alloc_bytes(d, bytes[i]);
   struct tensor ids = decoder_upload_tokens(d, tokens, n);
 
   fsdp_pre_forward(d->fsdp, d->embedding);
@@ -85,7 +84,7 @@ void llama_decode(struct llama *model, struct kv_cache *cache, const int *tokens
   }
   void *last = (char *)s.x + (N - 1) * C * dtype_size(d->dtype);
   fsdp_pre_forward(d->fsdp, d->final_norm);
-  nn_rmsnorm_forward(&k, decoder_rows(d, s.norm, 1, C), tensor_1d(s.rstd, d->dtype, 1), decoder_rows(d, last, 1, C),
+  nn_rmsnorm_forward(&k, decoder_rows(d, s.norm, 1, C), tensor_1d(s.rstd, DTYPE_F32, 1), decoder_rows(d, last, 1, C),
                      decoder_param(d, d->final_norm, 0), cf->norm_eps);
   fsdp_post_forward(d->fsdp, d->final_norm);
   fsdp_pre_forward(d->fsdp, d->output);

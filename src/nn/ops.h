@@ -13,11 +13,12 @@ struct encoder_args { struct tensor out, inp, wte, wpe; };
 struct encoder_backward_args { struct tensor dwte, dwpe, dout, inp; };
 struct layernorm_args { struct tensor out, mean, rstd, inp, weight, bias; };
 struct layernorm_backward_args { struct tensor dinp, dweight, dbias, dout, inp, weight, mean, rstd; };
-struct matmul_args { struct tensor out, inp, weight, bias; };
-struct matmul_backward_args { struct tensor dinp, dweight, dbias, dout, inp, weight; };
-struct attention_args { struct tensor out, att, qkv; };
+/* workspace: the backend's gemm_workspace bytes from the device's allocator (NULL: none). */
+struct matmul_args { struct tensor out, inp, weight, bias; void *workspace; };
+struct matmul_backward_args { struct tensor dinp, dweight, dbias, dout, inp, weight; void *workspace; };
+struct attention_args { struct tensor out, att, qkv; void *workspace; };
 /* scratch: attention_backward_scratch bytes from the device's allocator. */
-struct attention_backward_args { struct tensor dqkv, dout, qkv, att; void *scratch; };
+struct attention_backward_args { struct tensor dqkv, dout, qkv, att; void *scratch, *workspace; };
 struct gelu_args { struct tensor out, inp; };
 struct gelu_backward_args { struct tensor dinp, inp, dout; };
 struct residual_args { struct tensor out, a, b; };
@@ -38,7 +39,8 @@ struct cast_args { struct tensor dst, src; };
 struct round_args { struct tensor x; enum dtype dtype; };
 struct add_args { struct tensor y, x; };
 struct scale_args { struct tensor x; float scale; };
-struct sum_args { struct tensor sum, x; };
+/* scratch: sum_scratch bytes (NULL: none). */
+struct sum_args { struct tensor sum, x; void *scratch; };
 struct fill_args { struct tensor x; float value; };
 struct init_normal_args { struct tensor x; uint64_t seed, stream, first; float std; };
 struct init_trunc_normal_args { struct tensor x; uint64_t seed, stream, first; float std, bound; };
@@ -49,8 +51,12 @@ typedef void (*nn_kernel)(void *args);
 struct nn_backend {
   const char *name;
   enum dtype (*compute_dtype)(enum dtype param_dtype);
-  /* Bytes of scratch attention_backward and gqa_attention_backward need for att's shape (B, NH, T, T). */
-  size_t (*attention_backward_scratch)(const struct tensor *att);
+  unsigned computes_in; /* the compute dtypes its layer kernels take: a bit 1u << DTYPE_... each */
+  /* Device memory some ops need beside their tensors, in bytes (0: none). nn.c allocates
+   * it in stream order around the op, so that the planner counts it as a run uses it. */
+  size_t (*attention_backward_scratch)(const struct tensor *att); /* for att (B, NH, T, T) */
+  size_t (*sum_scratch)(size_t n);                                 /* for a sum of n elements */
+  size_t gemm_workspace;                                           /* matmul's and attention's */
   nn_kernel encoder_forward, encoder_backward, layernorm_forward, layernorm_backward, matmul_forward,
       matmul_backward, attention_forward, attention_backward, gelu_forward, gelu_backward, residual_forward,
       softmax_crossentropy_forward, softmax_crossentropy_backward, rmsnorm_forward, rmsnorm_backward, rope_table,

@@ -160,6 +160,6 @@ void cpu_gqa_attention_forward(void *p) {
 void cpu_gqa_attention_backward(void *p) {
   const struct gqa_attention_backward_args *a = p;
   struct head_layout hl = gqa_heads(a->q, a->k);
-  attention_backward(f32_or_null(a->dq), f32_or_null(a->dk), f32_or_null(a->dv), f32(a->dout), f32(a->q),
+  attention_backward(f32(a->dq), f32(a->dk), f32(a->dv), f32(a->dout), f32(a->q),
                      f32(a->k), f32(a->v), f32(a->att), a->scratch, &hl);
 }

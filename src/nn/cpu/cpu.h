@@ -6,16 +6,10 @@
 #include "../ops.h"
 #include "fsdp/error.h"
 
-static inline float *f32(struct tensor t) {
-  FSDP_CHECK(t.dtype == DTYPE_F32 && t.data);
-  return t.data;
-}
-/* An optional output: NULL when absent. */
-static inline float *f32_or_null(struct tensor t) { return t.data ? f32(t) : NULL; }
-static inline const int *i32(struct tensor t) {
-  FSDP_CHECK(t.dtype == DTYPE_I32 && t.data);
-  return t.data;
-}
+/* A tensor's data as the kernels read it: the op's contract (../contract.c) has checked
+ * its dtype and its presence (data NULL: an optional operand that is absent). */
+static inline float *f32(struct tensor t) { return t.data; }
+static inline const int *i32(struct tensor t) { return t.data; }
 /* Sizes as the kernels' int loops take them; the model checks they fit (model_family.batch_problem). */
 static inline int dim(struct tensor t, int i) { return (int)t.shape[i]; }
 static inline int rows(struct tensor t) { return (int)tensor_rows(&t); }

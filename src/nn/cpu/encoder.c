@@ -32,12 +32,12 @@ static void encoder_backward(float *dwte, float *dwpe, const float *dout, const 
 
 void cpu_encoder_forward(void *p) {
   const struct encoder_args *a = p;
-  encoder_forward(f32(a->out), i32(a->inp), f32(a->wte), f32_or_null(a->wpe), dim(a->inp, 0), dim(a->inp, 1),
+  encoder_forward(f32(a->out), i32(a->inp), f32(a->wte), f32(a->wpe), dim(a->inp, 0), dim(a->inp, 1),
                   dim(a->wte, 1));
 }
 
 void cpu_encoder_backward(void *p) {
   const struct encoder_backward_args *a = p;
-  encoder_backward(f32_or_null(a->dwte), f32_or_null(a->dwpe), f32(a->dout), i32(a->inp), dim(a->inp, 0),
+  encoder_backward(f32(a->dwte), f32(a->dwpe), f32(a->dout), i32(a->inp), dim(a->inp, 0),
                    dim(a->inp, 1), (int)tensor_cols(&a->dout));
 }

@@ -83,6 +83,6 @@ void cpu_layernorm_forward(void *p) {
 
 void cpu_layernorm_backward(void *p) {
   const struct layernorm_backward_args *a = p;
-  layernorm_backward(f32_or_null(a->dinp), f32_or_null(a->dweight), f32_or_null(a->dbias), f32(a->dout), f32(a->inp),
+  layernorm_backward(f32(a->dinp), f32(a->dweight), f32(a->dbias), f32(a->dout), f32(a->inp),
                      f32(a->weight), f32(a->mean), f32(a->rstd), rows(a->inp), cols(a->inp));
 }

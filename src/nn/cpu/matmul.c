@@ -45,12 +45,12 @@ static void matmul_backward(float *dinp, float *dweight, float *dbias, const flo
 
 void cpu_matmul_forward(void *p) {
   const struct matmul_args *a = p;
-  matmul_forward(f32(a->out), f32(a->inp), f32(a->weight), f32_or_null(a->bias), rows(a->inp), cols(a->inp),
+  matmul_forward(f32(a->out), f32(a->inp), f32(a->weight), f32(a->bias), rows(a->inp), cols(a->inp),
                  dim(a->weight, 0));
 }
 
 void cpu_matmul_backward(void *p) {
   const struct matmul_backward_args *a = p;
-  matmul_backward(f32_or_null(a->dinp), f32_or_null(a->dweight), f32_or_null(a->dbias), f32(a->dout), f32(a->inp),
+  matmul_backward(f32(a->dinp), f32(a->dweight), f32(a->dbias), f32(a->dout), f32(a->inp),
                   f32(a->weight), rows(a->inp), cols(a->inp), dim(a->weight, 0));
 }

@@ -63,6 +63,6 @@ void cpu_rmsnorm_forward(void *p) {
 
 void cpu_rmsnorm_backward(void *p) {
   const struct rmsnorm_backward_args *a = p;
-  rmsnorm_backward(f32_or_null(a->dinp), f32_or_null(a->dweight), f32(a->dout), f32(a->inp), f32(a->weight),
+  rmsnorm_backward(f32(a->dinp), f32(a->dweight), f32(a->dout), f32(a->inp), f32(a->weight),
                    f32(a->rstd), rows(a->inp), cols(a->inp));
 }

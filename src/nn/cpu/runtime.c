@@ -7,28 +7,23 @@
 #include "cpu.h"
 #include "fsdp/rng.h"
 
-static int is_16bit(enum dtype d) { return d == DTYPE_BF16 || d == DTYPE_F16; }
-
-/* In place, the 16-bit side overlaps the fp32 side as nn_cast says (dtype.h's in-place
- * conversions); out of place any pair of fp32, bf16, fp16. */
+/* The contract (../contract.c) allows a cast's sides to overlap only in nn_cast's
+ * in-place forms (dtype.h's in-place conversions). */
 void cpu_cast(void *p) {
   const struct cast_args *a = p;
   size_t n = tensor_numel(&a->dst);
   enum dtype from = a->src.dtype, to = a->dst.dtype;
   if (from == to) {
-    if (a->dst.data != a->src.data) memmove(a->dst.data, a->src.data, tensor_bytes(&a->dst));
-  } else if (from == DTYPE_F32 && is_16bit(to)) {
+    if (a->dst.data != a->src.data) memcpy(a->dst.data, a->src.data, tensor_bytes(&a->dst));
+  } else if (from == DTYPE_F32) {
     if (a->dst.data == a->src.data)
       dtype_pack_in_place(to, a->dst.data, n);
     else
       dtype_pack(to, a->src.data, a->dst.data, n);
-  } else if (is_16bit(from) && to == DTYPE_F32) {
-    if ((char *)a->src.data == (char *)a->dst.data + 2 * n)
-      dtype_unpack_upper_in_place(from, a->dst.data, n);
-    else
-      dtype_unpack(from, a->src.data, a->dst.data, n);
+  } else if ((char *)a->src.data == (char *)a->dst.data + 2 * n) {
+    dtype_unpack_upper_in_place(from, a->dst.data, n);
   } else {
-    fsdp_fatal("nn_cast: no cast from %s to %s", dtype_name(from), dtype_name(to));
+    dtype_unpack(from, a->src.data, a->dst.data, n);
   }
 }
 
@@ -50,17 +45,12 @@ void cpu_scale(void *p) {
   for (size_t i = 0, n = tensor_numel(&a->x); i < n; i++) x[i] *= a->scale;
 }
 
-static double *f64_scalar(struct tensor t) {
-  FSDP_CHECK(t.dtype == DTYPE_F64 && tensor_numel(&t) == 1);
-  return t.data;
-}
-
 void cpu_sum(void *p) {
   const struct sum_args *a = p;
   const float *x = f32(a->x);
   double sum = 0.0;
   for (size_t i = 0, n = tensor_numel(&a->x); i < n; i++) sum += x[i];
-  *f64_scalar(a->sum) += sum;
+  *(double *)a->sum.data += sum;
 }
 
 void cpu_sum_squares(void *p) {
@@ -68,7 +58,7 @@ void cpu_sum_squares(void *p) {
   const float *x = f32(a->x);
   double sum = 0.0;
   for (size_t i = 0, n = tensor_numel(&a->x); i < n; i++) sum += (double)x[i] * x[i];
-  *f64_scalar(a->sum) += sum;
+  *(double *)a->sum.data += sum;
 }
 
 void cpu_fill(void *p) {

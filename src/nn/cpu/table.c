@@ -6,10 +6,18 @@ static enum dtype cpu_compute_dtype(enum dtype param_dtype) {
   return DTYPE_F32;
 }
 
+/* The CPU sums into a register. */
+static size_t cpu_no_scratch(size_t n) {
+  (void)n;
+  return 0;
+}
+
 const struct nn_backend NN_CPU = {
     .name = "cpu",
     .compute_dtype = cpu_compute_dtype,
+    .computes_in = 1u << DTYPE_F32,
     .attention_backward_scratch = cpu_attention_backward_scratch,
+    .sum_scratch = cpu_no_scratch,
     .encoder_forward = cpu_encoder_forward,
     .encoder_backward = cpu_encoder_backward,
     .layernorm_forward = cpu_layernorm_forward,

@@ -27,12 +27,12 @@ size_t cuda_gpt2_attention_backward_scratch(const struct tensor *att) {
 struct heads {
   int B, NH, T, C, hs;
   size_t elem;
+  void *workspace; /* cuBLASLt's, the op's */
 };
 
-static struct heads heads_of(struct tensor att, struct tensor out_or_dout, enum dtype d) {
+static struct heads heads_of(struct tensor att, struct tensor out_or_dout, enum dtype d, void *workspace) {
   struct heads h = {(int)att.shape[0], (int)att.shape[1], (int)att.shape[2], (int)tensor_cols(&out_or_dout), 0,
-                    dtype_size(d)};
-  FSDP_CHECK(att.ndim == 4 && att.shape[3] == att.shape[2] && h.C % h.NH == 0);
+                    dtype_size(d), workspace};
   h.hs = h.C / h.NH;
   return h;
 }
@@ -63,17 +63,17 @@ static void head_gemm(const char *op, enum dtype d, const struct heads *h, int m
                       float beta, struct gemm_operand a, struct gemm_operand b, struct gemm_operand c,
                       cudaStream_t s) {
   struct gemm g = {.m = m, .n = n, .k = k, .batch = h->NH, .alpha = alpha, .beta = beta, .a = a, .b = b,
-                   .c = (void *)c.data, .ldc = c.ld, .stride_c = c.stride};
+                   .c = (void *)c.data, .ldc = c.ld, .stride_c = c.stride, .workspace = h->workspace};
   gemm(op, d, &g, s);
 }
 
 void cuda_attention_forward(void *p) {
   const struct attention_args *a = p;
   const char *op = "attention_forward";
-  enum dtype d = layer_dtype(op, a->out);
-  struct heads h = heads_of(a->att, a->out, d);
-  const void *qkv = in_dtype(op, a->qkv, d);
-  void *att = in_dtype(op, a->att, d), *out = in_dtype(op, a->out, d);
+  enum dtype d = a->out.dtype;
+  struct heads h = heads_of(a->att, a->out, d, a->workspace);
+  const void *qkv = a->qkv.data;
+  void *att = a->att.data, *out = a->out.data;
   float scale = 1.0f / sqrtf((float)h.hs);
   cudaStream_t s = layer_stream();
   for (int b = 0; b < h.B; b++)
@@ -91,10 +91,10 @@ void cuda_attention_backward(void *p) {
   const struct attention_backward_args *a = p;
   const char *op = "attention_backward";
   if (!a->dqkv.data) return;
-  enum dtype d = layer_dtype(op, a->dout);
-  struct heads h = heads_of(a->att, a->dout, d);
-  const void *qkv = in_dtype(op, a->qkv, d), *att = in_dtype(op, a->att, d), *dout = in_dtype(op, a->dout, d);
-  void *dqkv = in_dtype(op, a->dqkv, d);
+  enum dtype d = a->dout.dtype;
+  struct heads h = heads_of(a->att, a->dout, d, a->workspace);
+  const void *qkv = a->qkv.data, *att = a->att.data, *dout = a->dout.data;
+  void *dqkv = a->dqkv.data;
   FSDP_CHECK(a->scratch);
   struct gemm_operand datt = {a->scratch, h.T, (int64_t)h.T * h.T, 0};
   float scale = 1.0f / sqrtf((float)h.hs);

@@ -3,7 +3,7 @@
  *             the CPU: V is 50257 terms),  losses[i] = log(sum) - (x[target] - max)
  *   backward: dlogits[i,:] += (probs[i,:] - onehot(targets[i])) * dloss
  * The loss comes from the logit rather than log(probs[target]), so that it stays finite
- * where the probability underflows. */
+ * where the probability underflows; it is fp32 in every compute dtype (the op's contract). */
 #include "typed.cuh"
 #include "grid.cuh"
 #include "layers.h"
@@ -29,7 +29,7 @@ static __global__ void crossentropy_forward_kernel(void *probs, void *losses, co
   float inv = (float)(1.0 / sum);
   for (int j = threadIdx.x; j < V; j += blockDim.x)
     store<D>(probs, base + j, expf(load<D>(logits, base + j) - maxval) * inv);
-  if (threadIdx.x == 0) store<D>(losses, row, (float)(log(sum) - (double)(target_logit - maxval)));
+  if (threadIdx.x == 0) ((float *)losses)[row] = (float)(log(sum) - (double)(target_logit - maxval));
 }
 
 /* Elementwise. The target's element is rounded twice, as on the CPU (the add of p * dloss,

@@ -5,8 +5,7 @@
  * bias, a vector over C's columns, is then one over the rows of cuBLAS's D: exactly what
  * the BIAS epilogue broadcasts.
  *
- * No workspace: algorithms that need one (split-K) are left out, and the buffers stay
- * the allocator's alone. Each call asks the heuristic for the best algorithm with the
+ * The workspace comes with the op (gemm.h). Each call asks the heuristic for the best algorithm with the
  * operands' actual alignment (the preference's default assumes 256-byte aligned
  * matrices, which interleaved heads and parameters packed into a flat buffer are not). */
 #include <cublasLt.h>
@@ -96,7 +95,8 @@ int gemm(const char *op, enum dtype d, const struct gemm *g, cudaStream_t s) {
 
   cublasLtMatmulPreference_t pref;
   LT(op, cublasLtMatmulPreferenceCreate(&pref));
-  uint64_t workspace = 0;
+  FSDP_CHECK(g->workspace);
+  uint64_t workspace = GEMM_WORKSPACE_BYTES;
   LT(op, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
                                               sizeof workspace));
   uint32_t out_alignment = alignment(g->c, g->ldc, g->stride_c, g->batch, elem);
@@ -121,7 +121,7 @@ int gemm(const char *op, enum dtype d, const struct gemm *g, cudaStream_t s) {
                g->m, g->n, g->k);
   if (found > 0)
     LT(op, cublasLtMatmul(handle, desc, &g->alpha, g->b.data, first, g->a.data, second, &g->beta, g->c, out, g->c,
-                          out, &heuristic.algo, NULL, 0, s));
+                          out, &heuristic.algo, g->workspace, GEMM_WORKSPACE_BYTES, s));
   /* The descriptors are the host's: cuBLASLt has taken what it needs once the call is enqueued. */
   LT(op, cublasLtMatmulPreferenceDestroy(pref));
   LT(op, cublasLtMatrixLayoutDestroy(out));

@@ -7,7 +7,8 @@
  * A warp takes a row (GPT-2's C is 768 to 1600: a few dozen elements a lane), so the
  * row's sums need only shuffles; the variance is from centred values, in a second pass
  * over the row (which the L1 still holds), as the CPU computes it, so that it does not
- * cancel. The sums run in another order than the CPU's: results differ by rounding. */
+ * cancel. mean and rstd stay fp32 in every compute dtype (the op's contract). The sums
+ * run in another order than the CPU's: results differ by rounding. */
 #include "typed.cuh"
 #include "grid.cuh"
 #include "layers.h"
@@ -40,8 +41,8 @@ static __global__ void layernorm_forward_kernel(void *out, void *mean, void *rst
   for (int c = lane; c < C; c += WARP_SIZE)
     store<D>(out, base + c, (load<D>(inp, base + c) - m) * s * load<D>(weight, c) + load<D>(bias, c));
   if (lane == 0) {
-    store<D>(mean, row, m);
-    store<D>(rstd, row, s);
+    ((float *)mean)[row] = m;
+    ((float *)rstd)[row] = s;
   }
 }
 
@@ -52,7 +53,7 @@ static __global__ void layernorm_backward_input_kernel(void *dinp, const void *d
   int row = warp_row(N), lane = threadIdx.x % WARP_SIZE;
   if (row < 0) return;
   size_t base = (size_t)row * C;
-  float m = load<D>(mean, row), s = load<D>(rstd, row);
+  float m = ((const float *)mean)[row], s = ((const float *)rstd)[row];
   float dnorm_sum = 0.0f, dnorm_norm_sum = 0.0f;
   for (int c = lane; c < C; c += WARP_SIZE) {
     float dnorm = load<D>(dout, base + c) * load<D>(weight, c);
@@ -85,7 +86,7 @@ static __global__ void layernorm_backward_params_kernel(void *dweight, void *dbi
       size_t at = (size_t)i * C + c;
       float d = load<D>(dout, at);
       db += d;
-      dw += d * (load<D>(inp, at) - load<D>(mean, i)) * load<D>(rstd, i);
+      dw += d * (load<D>(inp, at) - ((const float *)mean)[i]) * ((const float *)rstd)[i];
     }
   weight_part[threadIdx.y][threadIdx.x] = dw;
   bias_part[threadIdx.y][threadIdx.x] = db;

@@ -1,7 +1,8 @@
 /* Private to src/nn/cuda: the GPU side of GPT-2's layer ops (the .cu files, nvcc), called
  * by the C launchers (layers_gpt2.c, matmul.c, attention.c) with plain pointers into
- * device memory. d is the compute dtype every float tensor of the op shares (fp32, bf16 or
- * fp16); token ids are int32. Sizes are ints, as the CPU kernels take them (the model
+ * device memory. d is the compute dtype the op's float tensors share (fp32, bf16 or fp16)
+ * but layernorm's mean and rstd and the per-token losses, which are fp32; token ids are
+ * int32. Sizes are ints, as the CPU kernels take them (the model
  * checks that they fit). Each enqueues its kernels on stream s and returns the launch's
  * error (cudaGetLastError). The math of each is in its .cu file. */
 #ifndef FSDP_NN_CUDA_LAYERS_H

@@ -1,9 +1,9 @@
 /* Llama 3's ops on the GPU (RMSNorm, RoPE, SwiGLU, grouped-query attention, and the
  * truncated-normal init of its weights), twins of ../cpu/{rmsnorm,rope,swiglu,attention,
- * runtime}.c. Each launcher checks its tensors on the host, as the CPU kernels do, and
- * enqueues the kernels (llama_kernels.h) on the op's stream; a launch that fails ends the
- * job with the op's name. The layer ops take each tensor in its own dtype (fp32, bf16 or
- * fp16: the model's compute dtype, nn_compute_dtype) and compute in fp32. */
+ * runtime}.c. Each launcher takes its tensors as the op's contract checked them, checks
+ * that the kernels' int sizes hold them, and enqueues the kernels (llama_kernels.h) on
+ * the op's stream; a launch that fails ends the job with the op's name. The layer ops take each tensor in its own dtype (the op's
+ * compute dtype, the statistics in fp32: ../contract.c) and compute in fp32. */
 #include <cuda_runtime.h>
 #include <limits.h>
 
@@ -13,13 +13,8 @@
 #include "fsdp/stream.h"
 #include "llama_kernels.h"
 
-static struct gpu_buf buf(struct tensor t) {
-  FSDP_CHECK(t.data && (t.dtype == DTYPE_F32 || t.dtype == DTYPE_BF16 || t.dtype == DTYPE_F16));
-  return (struct gpu_buf){t.data, t.dtype};
-}
-
-/* An optional operand: data NULL when absent. */
-static struct gpu_buf buf_or_none(struct tensor t) { return t.data ? buf(t) : (struct gpu_buf){NULL, DTYPE_F32}; }
+/* An operand as the kernels take it (data NULL when an optional one is absent). */
+static struct gpu_buf buf(struct tensor t) { return (struct gpu_buf){t.data, t.dtype}; }
 
 /* Sizes as the kernels' int indices and grids take them. */
 static int as_int(size_t n) {
@@ -38,7 +33,7 @@ void cuda_rmsnorm_forward(void *p) {
 void cuda_rmsnorm_backward(void *p) {
   const struct rmsnorm_backward_args *a = p;
   int N = as_int(tensor_rows(&a->inp)), C = as_int(tensor_cols(&a->inp));
-  layer_check("rmsnorm_backward", gpu_rmsnorm_backward(buf_or_none(a->dinp), buf_or_none(a->dweight), buf(a->dout),
+  layer_check("rmsnorm_backward", gpu_rmsnorm_backward(buf(a->dinp), buf(a->dweight), buf(a->dout),
                                                  buf(a->inp), buf(a->weight), buf(a->rstd), N, C, layer_stream()));
 }
 
@@ -94,14 +89,13 @@ size_t cuda_gqa_attention_backward_scratch(const struct tensor *att) {
 void cuda_gqa_attention_backward(void *p) {
   const struct gqa_attention_backward_args *a = p;
   layer_check("gqa_attention_backward",
-        gpu_gqa_attention_backward(buf_or_none(a->dq), buf_or_none(a->dk), buf_or_none(a->dv), buf(a->dout),
+        gpu_gqa_attention_backward(buf(a->dq), buf(a->dk), buf(a->dv), buf(a->dout),
                                    buf(a->q), buf(a->k), buf(a->v), buf(a->att), a->scratch, gqa_shape(a->q, a->k),
                                    layer_stream()));
 }
 
 void cuda_init_trunc_normal(void *p) {
   const struct init_trunc_normal_args *a = p;
-  FSDP_CHECK(a->x.dtype == DTYPE_F32 && a->x.data);
   layer_check("init_trunc_normal", gpu_init_trunc_normal(a->x.data, tensor_numel(&a->x), a->seed, a->stream, a->first,
                                                    a->std, a->bound, layer_stream()));
 }

@@ -13,15 +13,16 @@
 
 void cuda_matmul_forward(void *p) {
   const struct matmul_args *a = p;
-  enum dtype d = layer_dtype("matmul_forward", a->out);
+  enum dtype d = a->out.dtype;
   int N = (int)tensor_rows(&a->inp), C = (int)tensor_cols(&a->inp), OC = (int)a->weight.shape[0];
   cudaStream_t s = layer_stream();
   struct gemm g = {
       .m = N, .n = OC, .k = C, .batch = 1, .alpha = 1.0f, .beta = 0.0f,
-      .a = {in_dtype("matmul_forward", a->inp, d), C, 0, 0},
-      .b = {in_dtype("matmul_forward", a->weight, d), C, 0, 1},
-      .c = in_dtype("matmul_forward", a->out, d), .ldc = OC,
-      .bias = in_dtype_or_null("matmul_forward", a->bias, d),
+      .a = {a->inp.data, C, 0, 0},
+      .b = {a->weight.data, C, 0, 1},
+      .c = a->out.data, .ldc = OC,
+      .bias = a->bias.data,
+      .workspace = a->workspace,
   };
   if (gemm("matmul_forward", d, &g, s)) return;
   layer_check("matmul_forward", gpu_bias_broadcast(d, g.c, g.bias, N, OC, s));
@@ -33,16 +34,17 @@ void cuda_matmul_forward(void *p) {
 void cuda_matmul_backward(void *p) {
   const struct matmul_backward_args *a = p;
   const char *op = "matmul_backward";
-  enum dtype d = layer_dtype(op, a->dout);
+  enum dtype d = a->dout.dtype;
   int N = (int)tensor_rows(&a->inp), C = (int)tensor_cols(&a->inp), OC = (int)a->weight.shape[0];
-  const void *dout = in_dtype(op, a->dout, d);
+  const void *dout = a->dout.data;
   cudaStream_t s = layer_stream();
   if (a->dinp.data) {
     struct gemm g = {
         .m = N, .n = C, .k = OC, .batch = 1, .alpha = 1.0f, .beta = 1.0f,
         .a = {dout, OC, 0, 0},
-        .b = {in_dtype(op, a->weight, d), C, 0, 0},
-        .c = in_dtype(op, a->dinp, d), .ldc = C,
+        .b = {a->weight.data, C, 0, 0},
+        .c = a->dinp.data, .ldc = C,
+        .workspace = a->workspace,
     };
     gemm(op, d, &g, s);
   }
@@ -50,10 +52,11 @@ void cuda_matmul_backward(void *p) {
     struct gemm g = {
         .m = OC, .n = C, .k = N, .batch = 1, .alpha = 1.0f, .beta = 1.0f,
         .a = {dout, OC, 0, 1},
-        .b = {in_dtype(op, a->inp, d), C, 0, 0},
-        .c = in_dtype(op, a->dweight, d), .ldc = C,
+        .b = {a->inp.data, C, 0, 0},
+        .c = a->dweight.data, .ldc = C,
+        .workspace = a->workspace,
     };
     gemm(op, d, &g, s);
   }
-  if (a->dbias.data) layer_check(op, gpu_bias_backward(d, in_dtype(op, a->dbias, d), dout, N, OC, s));
+  if (a->dbias.data) layer_check(op, gpu_bias_backward(d, a->dbias.data, dout, N, OC, s));
 }

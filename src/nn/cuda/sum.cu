@@ -1,41 +1,60 @@
-/* sum and sum_squares: fp64 sums of fp32 buffers, added to a one-element fp64 tensor.
- * Each block sums its grid-stride share, then adds it to the result with one atomicAdd.
- * The additions happen in another order than the CPU's sequential loop, and the blocks'
- * atomics in no fixed order at all, so the result's last bits may differ from the CPU's
- * and from run to run: by fp64 rounding errors, each at most 2^-53 of the magnitudes
- * summed so far. A square is exact in fp64 (24-bit significands), so squaring (fused
- * into the add or not) rounds nothing. */
+/* sum and sum_squares: fp64 sums of fp32 buffers, added to a one-element fp64 tensor, in
+ * two passes with no atomics, so that a run's sums are the same bits every time: each of
+ * a fixed number of blocks (a function of n alone) sums its grid-stride share into its
+ * slot of the scratch, then one block adds the slots in a fixed order. The order differs
+ * from the CPU's sequential loop, so the last bits may differ from the CPU's: by fp64
+ * rounding errors, each at most 2^-53 of the magnitudes summed so far. A square is exact
+ * in fp64 (24-bit significands), so squaring (fused into the add or not) rounds nothing. */
 #include "grid.cuh"
 #include "kernels.h"
 
 static const unsigned WARP = 32, WARPS = BLOCK_THREADS / WARP;
-/* Fewer blocks than the elementwise kernels: each costs an atomic on one address. */
+/* Enough blocks to keep every SM of an H100 busy several times over. */
 static const unsigned SUM_MAX_BLOCKS = 132 * 4;
+
+static unsigned sum_blocks(size_t n) {
+  unsigned blocks = blocks_for(n);
+  return blocks < SUM_MAX_BLOCKS ? blocks : SUM_MAX_BLOCKS;
+}
+
+size_t gpu_sum_scratch(size_t n) { return n ? sum_blocks(n) * sizeof(double) : 0; }
 
 static __device__ double warp_sum(double x) {
   for (unsigned offset = WARP / 2; offset > 0; offset /= 2) x += __shfl_down_sync(0xffffffffu, x, offset);
   return x;
 }
 
-static __global__ void sum_kernel(double *sum, const float *x, size_t n, int squares) {
+/* The block's total, in thread 0: each warp's, then the warps' in order. */
+static __device__ double block_sum(double acc) {
   __shared__ double warp_sums[WARPS];
+  acc = warp_sum(acc);
+  if (threadIdx.x % WARP == 0) warp_sums[threadIdx.x / WARP] = acc;
+  __syncthreads();
+  if (threadIdx.x < WARP) acc = warp_sum(threadIdx.x < WARPS ? warp_sums[threadIdx.x] : 0.0);
+  return acc;
+}
+
+static __global__ void partial_sums_kernel(double *partials, const float *x, size_t n, int squares) {
   double acc = 0.0;
   GRID_STRIDE(i, 0, n) {
     double v = x[i];
     acc += squares ? v * v : v;
   }
-  acc = warp_sum(acc);
-  if (threadIdx.x % WARP == 0) warp_sums[threadIdx.x / WARP] = acc;
-  __syncthreads();
-  if (threadIdx.x < WARP) {
-    acc = warp_sum(threadIdx.x < WARPS ? warp_sums[threadIdx.x] : 0.0);
-    if (threadIdx.x == 0) atomicAdd(sum, acc);
-  }
+  acc = block_sum(acc);
+  if (threadIdx.x == 0) partials[blockIdx.x] = acc;
 }
 
-cudaError_t gpu_sum(double *sum, const float *x, size_t n, int squares, cudaStream_t s) {
+static __global__ void add_partials_kernel(double *sum, const double *partials, unsigned count) {
+  double acc = 0.0;
+  for (unsigned i = threadIdx.x; i < count; i += blockDim.x) acc += partials[i];
+  acc = block_sum(acc);
+  if (threadIdx.x == 0) *sum += acc;
+}
+
+cudaError_t gpu_sum(double *sum, const float *x, size_t n, int squares, double *scratch, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
-  unsigned blocks = blocks_for(n);
-  sum_kernel<<<blocks < SUM_MAX_BLOCKS ? blocks : SUM_MAX_BLOCKS, BLOCK_THREADS, 0, s>>>(sum, x, n, squares);
+  unsigned blocks = sum_blocks(n);
+  partial_sums_kernel<<<blocks, BLOCK_THREADS, 0, s>>>(scratch, x, n, squares);
+  add_partials_kernel<<<1, BLOCK_THREADS, 0, s>>>(sum, scratch, blocks);
   return cudaGetLastError();
 }

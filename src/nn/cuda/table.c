@@ -1,4 +1,6 @@
 #include "cuda.h"
+#include "gemm.h"
+#include "kernels.h"
 
 /* The GPU computes in the parameters' own dtype: bf16 and fp16 natively, fp32 as fp32. */
 static enum dtype cuda_compute_dtype(enum dtype param_dtype) { return param_dtype; }
@@ -13,7 +15,10 @@ static size_t cuda_attention_backward_scratch(const struct tensor *att) {
 static const struct nn_backend NN_CUDA = {
     .name = "cuda",
     .compute_dtype = cuda_compute_dtype,
+    .computes_in = 1u << DTYPE_F32 | 1u << DTYPE_BF16 | 1u << DTYPE_F16,
     .attention_backward_scratch = cuda_attention_backward_scratch,
+    .sum_scratch = gpu_sum_scratch,
+    .gemm_workspace = GEMM_WORKSPACE_BYTES,
     .encoder_forward = cuda_encoder_forward,
     .encoder_backward = cuda_encoder_backward,
     .layernorm_forward = cuda_layernorm_forward,
