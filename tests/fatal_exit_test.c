@@ -12,7 +12,7 @@
 #include "child_stderr.h"
 #include "fsdp/error.h"
 
-enum { RACERS = 4, ROUNDS = 40 };
+enum { RACERS = 4, ROUNDS = 8 };
 
 static pthread_barrier_t start;
 
