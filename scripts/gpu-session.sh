@@ -4,20 +4,30 @@
 # with CUDA and NCCL, and run the stages named on the command line, in order:
 #
 #   build      cmake -DFSDP_CUDA=ON -DNCCL_ROOT=... into build-gpu/ (incremental)
-#   test       ctest -L gpu --output-on-failure
+#   test       first the GPU tests that train (ctest -L gpu_train: tests/gpu_train_test.sh,
+#              4 at a time), then the kernel and collectives tests (the rest of ctest -L gpu)
 #   smoke      fsdp train --device cuda: gpt2-tiny fp32 and bf16, and W=2 staged under mpirun
-#   sanitize   compute-sanitizer memcheck and racecheck on a tiny training run
+#   sanitize   compute-sanitizer memcheck, racecheck and synccheck (the three at once) on a
+#              bf16 training run and on the gpu test executables, each run under a time
+#              limit; a table of verdicts (clean / N errors / timeout) in summary.md
 #   bench      bench/gpu.sh (gpt2, llama, scaling); or parts: bench-gpt2, bench-llama,
 #              bench-scaling
 #   cpu-test   ctest -LE gpu (the CPU suite; long, not in the default list)
 #
-#   scripts/gpu-session.sh [STAGE...]        default: build test smoke sanitize bench
+#   scripts/gpu-session.sh [STAGE...]   default: build test smoke sanitize bench-gpt2
+#
+# The default leaves bench's llama and scaling parts out to fit 540 s (the staged W = 1, 2,
+# 4 comparison of bench-scaling runs in the test stage as gpu_train_staged); name `bench`
+# or `bench-llama` for them. Expected on an H100 when nothing hangs: setup and build ~30 s,
+# test ~70 s, smoke ~15 s, sanitize ~120 s, and bench-gpt2 the rest; at most 200, 90 and
+# 180 s for test, smoke and sanitize, so that a hang costs its stage and not the call.
 #
 # Every stage runs under `timeout` inside one overall budget (GPU_SESSION_BUDGET seconds,
 # default 540, which leaves a 600 s call time to pack up); a stage that fails is logged and
 # the next one still runs (a stage that needs the build is skipped without one). Results go
 # to $OUT (the device tool's folder; ./gpu-session-out without it), at most 8 files:
-#   summary.md      each stage's status and time, the environment, the bench tables
+#   summary.md      each stage's status and time, the environment, the sanitizer's verdicts,
+#                   the bench tables
 #   logs.tgz        every log of every stage
 #   bench-gpu.md    bench/gpu.sh's tables, bench-gpu.jsonl its results (when bench ran)
 #   nvidia-smi.txt  nvidia-smi -q, before the stages
@@ -38,7 +48,7 @@ rm -rf "$logs"  # a warm machine keeps /tmp between calls: this call's logs only
 mkdir -p "$out" "$logs" || exit 1
 summary=$logs/summary.md
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(build test smoke sanitize bench)
+[ ${#stages[@]} -gt 0 ] || stages=(build test smoke sanitize bench-gpt2)
 # bench parts named one by one (bench-gpt2 bench-llama) run as one bench stage, so that
 # bench/gpu.sh shares the time left between them.
 merged=() bench_parts=""
@@ -73,6 +83,7 @@ publish() {
     for r in "${results[@]+"${results[@]}"}"; do echo "$r"; done
     echo
     [ -f "$logs/env.txt" ] && { echo '## Environment'; echo; echo '```'; cat "$logs/env.txt"; echo '```'; echo; }
+    [ -f "$logs/sanitize.md" ] && { echo '## compute-sanitizer'; echo; cat "$logs/sanitize.md"; echo; }
     [ -f "$logs/bench-gpu.md" ] && { echo '## bench/gpu.sh'; echo; cat "$logs/bench-gpu.md"; echo; }
     for s in "$logs"/*.tail; do
       [ -f "$s" ] || continue
@@ -84,6 +95,28 @@ publish() {
   [ -f "$logs/bench-gpu.jsonl" ] && cp -f "$logs/bench-gpu.jsonl" "$out/bench-gpu.jsonl"
   [ -f "$logs/nvidia-smi.txt" ] && cp -f "$logs/nvidia-smi.txt" "$out/nvidia-smi.txt"
   tar -C "$work" -czf "$out/logs.tgz" logs 2>/dev/null
+}
+
+# bounded SECONDS CMD...: CMD under timeout, in a session of its own; then every process
+# left in that session (ranks a killed mpirun left behind, a hung rank's helpers) is ended
+# and named, so that nothing holds the GPU into the next run. Returns CMD's status. Being in
+# another session, CMD would outlive a signal to this script: the trap hands it on.
+bounded() {
+  local limit=$1 job status left
+  shift
+  setsid -w timeout -k 10 "$limit" "$@" &
+  job=$!
+  trap 'kill -TERM -- -"$job" 2>/dev/null; exit 143' TERM INT HUP
+  wait "$job"
+  status=$?
+  trap - TERM INT HUP
+  left=$(ps -eo pid=,sid=,stat= | awk -v s="$job" '$2 == s && $3 !~ /^Z/ { print $1 }')
+  if [ -n "$left" ]; then
+    echo "ended what was left behind: $(ps -o pid=,args= -p "$(echo "$left" | paste -sd,)" | paste -sd';')"
+    # shellcheck disable=SC2086 # a list of pids
+    kill -9 $left 2>/dev/null
+  fi
+  return $status
 }
 
 # run_stage NAME MAX_SECONDS CMD...: runs CMD under timeout with its output in NAME.log.
@@ -98,7 +131,7 @@ run_stage() {
   [ "$max" -gt $((l - 10)) ] && max=$((l - 10))
   say "$name: starting (at most ${max} s)"
   t0=$(date +%s)
-  timeout -k 10 "$max" bash -c '"$@"' stage "$@" >"$logs/$name.log" 2>&1
+  bounded "$max" bash -c '"$@"' stage "$@" >"$logs/$name.log" 2>&1
   rc=$?
   case $rc in
     0) status=ok ;;
@@ -212,7 +245,15 @@ tiny_text() {  # byte tokens for the small models: the repository's own document
   echo "$work/text.txt"
 }
 
-stage_test() { cd "$build" && ctest -L gpu --output-on-failure --timeout 240; }
+# Each training test bounds its runs and has a TIMEOUT of its own; the kernel tests get 60 s,
+# as collectives_cuda_w4 once hung for the whole stage.
+stage_test() {
+  cd "$build" || return 1
+  local rc=0
+  ctest -L '^gpu_train$' -j 4 --output-on-failure || rc=1
+  ctest -L '^gpu$' -LE '^gpu_train$' --output-on-failure --timeout 60 || rc=1
+  return $rc
+}
 
 stage_smoke() {
   local fsdp=$build/fsdp data rc=0
@@ -224,10 +265,11 @@ stage_smoke() {
     --param-dtype bf16 --log "$logs/smoke-bf16.jsonl" || rc=1
   "$fsdp" train --device cuda --model llama3-debug --data "$data" --batch-size 2 --seq-len 64 --steps 10 \
     --param-dtype bf16 --log "$logs/smoke-llama.jsonl" || rc=1
-  FSDP_COMM_TRANSPORT=staged "${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe --bind-to none -np 2 \
-    -x FSDP_COMM_TRANSPORT -x LD_LIBRARY_PATH \
+  # The first session saw this hang for minutes, past its --comm-timeout: bounded here.
+  FSDP_COMM_TRANSPORT=staged bounded 60 "${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe --bind-to none \
+    -np 2 -x FSDP_COMM_TRANSPORT -x LD_LIBRARY_PATH \
     "$fsdp" train --device cuda --model gpt2-tiny --data "$data" --global-batch-size 8 --seq-len 64 --steps 10 \
-    --log "$logs/smoke-w2-staged.jsonl" || rc=1
+    --comm-timeout 15 --log "$logs/smoke-w2-staged.jsonl" || rc=1
   return $rc
 }
 
@@ -237,24 +279,76 @@ find_sanitizer() {
     find /usr /opt -xdev -name compute-sanitizer -type f -perm -u+x 2>/dev/null | head -n1
 }
 
+# sanitize_run NAME TOOL LIMIT RANKS CMD...: CMD under compute-sanitizer's TOOL for at most
+# LIMIT seconds (RANKS > 0: under mpirun, a sanitizer per rank), its output in
+# sanitize/NAME-TOOL.log and its verdict in NAME-TOOL.verdict: tools/sanitizer_check.py's
+# line (NCCL's known probe left out) or the timeout, and CMD's status when not 0. Returns 0
+# when clean and CMD exited 0.
+sanitize_run() {
+  local name=$1 tool=$2 limit=$3 ranks=$4 status verdict clean launch=()
+  shift 4
+  local log=$logs/sanitize/$name-$tool.log
+  [ "$ranks" -gt 0 ] && launch=("${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe --bind-to none -np "$ranks")
+  bounded "$limit" "${launch[@]+"${launch[@]}"}" "$SANITIZER" --tool "$tool" --print-limit 100 "$@" >"$log" 2>&1
+  status=$?
+  if [ $status -eq 124 ] || [ $status -eq 137 ]; then
+    verdict="timeout after $limit s" clean=1
+  else
+    verdict=$(python3 "$repo/tools/sanitizer_check.py" "$log" --processes "$((ranks > 0 ? ranks : 1))")
+    clean=$?
+    [ $status -eq 0 ] || { verdict="$verdict; exit $status" clean=1; }
+  fi
+  echo "$verdict" >"$logs/sanitize/$name-$tool.verdict"
+  echo "$name, $tool: $verdict (logs/sanitize/$name-$tool.log)"
+  return $clean
+}
+
+# sanitize_target NAME LIMIT RANKS CMD...: the three tools at once on CMD, if LIMIT seconds
+# are left before the stage's end.
+sanitize_target() {
+  local name=$1 limit=$2 tool pid pids=() rc=0
+  shift
+  targets+=("$name")
+  if [ $((end - $(date +%s))) -lt $((limit + 5)) ]; then
+    for tool in memcheck racecheck synccheck; do echo "not run (time)" >"$logs/sanitize/$name-$tool.verdict"; done
+    echo "$name: not run, less than $limit s left"
+    return 1
+  fi
+  for tool in memcheck racecheck synccheck; do
+    sanitize_run "$name" "$tool" "$@" &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
+  return $rc
+}
+
+# stage_sanitize SECONDS: the runs in order of worth, as the time may not cover them all:
+# a bf16 training step (its kernels, cuBLASLt and NCCL), the kernel tests, the collectives
+# over NCCL (1 rank) and staged (2 ranks sharing the GPU), and nn_cuda_llama last, which
+# memcheck did not finish in the first session. The test binaries take no problem size.
 stage_sanitize() {
-  local fsdp=$build/fsdp data cs rc=0 tool
+  local data rc=0 targets=() name
+  SANITIZER=$(find_sanitizer)
+  [ -n "$SANITIZER" ] || { echo "compute-sanitizer not found"; return 1; }
   data=$(tiny_text)
-  cs=$(find_sanitizer)
-  [ -n "$cs" ] || { echo "compute-sanitizer not found"; return 1; }
-  for tool in memcheck racecheck; do
-    echo "=== $tool"
-    "$cs" --tool "$tool" --error-exitcode 99 --print-limit 50 \
-      "$fsdp" train --device cuda --model gpt2-tiny --data "$data" --batch-size 2 --seq-len 32 --steps 2 \
-      --param-dtype bf16 || { echo "=== $tool: exit $?"; rc=1; }
-  done
-  echo "=== memcheck, the kernel tests"
-  for t in nn_cuda_test nn_cuda_layers_test nn_cuda_llama_test; do
-    [ -x "$build/tests/$t" ] || continue
-    (cd "$build/tests" && "$cs" --tool memcheck --error-exitcode 99 --print-limit 20 "./$t") >"$logs/sanitize-$t.log" 2>&1 \
-      || { echo "memcheck $t: exit $? (logs/sanitize-$t.log)"; rc=1; }
-    tail -n 3 "$logs/sanitize-$t.log"
-  done
+  local end=$(($(date +%s) + ($1 < $(left) - 15 ? $1 : $(left) - 15)))
+  rm -rf "$logs/sanitize" && mkdir -p "$logs/sanitize" && cd "$build/tests" || return 1
+  sanitize_target train-bf16 60 0 "$build/fsdp" train --device cuda --model gpt2-tiny --data "$data" \
+    --batch-size 2 --seq-len 32 --steps 2 --param-dtype bf16 || rc=1
+  sanitize_target nn_cuda 60 0 ./nn_cuda_test || rc=1
+  sanitize_target nn_cuda_layers 60 0 ./nn_cuda_layers_test || rc=1
+  sanitize_target collectives_w1_nccl 45 1 ./collectives_cuda_test || rc=1
+  sanitize_target collectives_w2_staged 45 2 ./collectives_cuda_test || rc=1
+  sanitize_target nn_cuda_llama 90 0 ./nn_cuda_llama_test || rc=1
+  {
+    echo "| run | memcheck | racecheck | synccheck |"
+    echo "| --- | --- | --- | --- |"
+    for name in "${targets[@]}"; do
+      printf '| %s | %s | %s | %s |\n' "$name" "$(cat "$logs/sanitize/$name-memcheck.verdict")" \
+        "$(cat "$logs/sanitize/$name-racecheck.verdict")" "$(cat "$logs/sanitize/$name-synccheck.verdict")"
+    done
+  } >"$logs/sanitize.md"
+  cat "$logs/sanitize.md"
   return $rc
 }
 
@@ -277,7 +371,8 @@ fi
 # (A function's redirection keeps it in this shell: setup's variables are set here.)
 # The stages run under timeout, in a child bash: hand it the functions and variables.
 export repo build work logs deps MPICC MPIRUN NCCL_DIR OPENBLAS_LIB CBLAS_INCLUDE CJSON_LIB CJSON_INCLUDE
-export -f find_sanitizer stage_build stage_test stage_smoke stage_sanitize stage_bench cpu_test tiny_text left
+export -f bounded find_sanitizer stage_build stage_test stage_smoke sanitize_run sanitize_target stage_sanitize stage_bench \
+  cpu_test tiny_text left
 export start budget
 publish
 
@@ -291,9 +386,9 @@ for s in "${stages[@]}"; do
         results+=("| $s | skipped (no build) | 0 | |"); publish; continue
       fi
       case $s in
-        test) run_stage test 300 stage_test ;;
-        smoke) run_stage smoke 180 stage_smoke ;;
-        sanitize) run_stage sanitize 240 stage_sanitize ;;
+        test) run_stage test 200 stage_test ;;
+        smoke) run_stage smoke 90 stage_smoke ;;
+        sanitize) run_stage sanitize 180 stage_sanitize 170 ;;
         bench) run_stage bench 600 stage_bench "$bench_parts" ;;
         cpu-test) run_stage cpu-test 600 cpu_test ;;
       esac ;;
