@@ -276,7 +276,7 @@ expect_memviz_error "time going backwards" 1 \
   "$tmp/backwards.json: rank 0: events[1]: \"time_us\" 9.5 comes before the previous event's 10.5" \
   "$tmp/backwards.json" -o "$tmp/out.html"
 expect_memviz_error "empty ranks" 1 "$tmp/no_ranks.json: \"ranks\" is empty" "$tmp/no_ranks.json" -o "$tmp/out.html"
-expect_memviz_error "nonexistent snapshot" 1 "$tmp/missing.json: cannot open: No such file" \
+expect_memviz_error "nonexistent snapshot" 1 "memory snapshot '$tmp/missing.json': No such file" \
   "$tmp/missing.json" -o "$tmp/out.html"
 expect_memviz_error "bad -o extension" 2 "-o: '$tmp/out.png' must end in .html" "$tmp/good.json" -o "$tmp/out.png"
 expect_memviz_error "missing -o" 2 "missing -o OUT" "$tmp/good.json"

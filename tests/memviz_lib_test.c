@@ -134,16 +134,22 @@ static void load_snapshot(const void *path) {
   memory_snapshot_load(&s, path);
 }
 
-static void expect_refused(const char *what, const char *path, const char *want) {
+/* The snapshot's contents are refused as "PATH: WHY"; a file that cannot be read at all
+ * as every input file is ("memory snapshot 'PATH': WHY", fsdp/input_file.h). */
+static void expect_refused_as(const char *what, const char *path, const char *format, const char *want) {
   char message[4096];
   int status = run_in_child(load_snapshot, path, message, sizeof message);
   char expected[1024];
-  snprintf(expected, sizeof expected, "fsdp: error: %s: %s", path, want);
+  snprintf(expected, sizeof expected, format, path, want);
   int refused = WIFEXITED(status) && WEXITSTATUS(status) == 1;
   int named = strncmp(message, expected, strlen(expected)) == 0;
   EXPECT(refused, "%s: not refused (stderr: %s)", what, message);
   EXPECT(named, "%s: message '%s', want it to start with '%s'", what, message, expected);
   if (refused && named) printf("ok   %s: %s", what, message);
+}
+
+static void expect_refused(const char *what, const char *path, const char *want) {
+  expect_refused_as(what, path, "fsdp: error: %s: %s", want);
 }
 
 /* GOOD with the first `find` replaced by `replace`, written to the temporary file name. */
@@ -200,7 +206,8 @@ static void test_refused(void) {
   expect_refused("empty", temp_file_write("empty.json", "", 0), "is empty, not a memory snapshot");
   expect_refused("array", temp_file_write("array.json", "[1]\n", 4),
                  "the top level must be a JSON object, got an array");
-  expect_refused("missing", temp_file_path("missing.json"), "cannot open: No such file or directory");
+  expect_refused_as("missing", temp_file_path("missing.json"), "fsdp: error: memory snapshot '%s': %s",
+                    "No such file or directory");
 }
 
 int main(void) {

@@ -72,7 +72,7 @@ expect_error "an empty id" "--prompt-tokens: '1,,2' is not a comma-separated lis
 expect_error "text on a 300-token model" "--prompt: text is read as bytes" $M --prompt hello
 expect_error "a text prompt of max_seq_len" "--prompt: 40 tokens leave no room" --init-from "$tmp/bytes" \
   --prompt "0123456789012345678901234567890123456789"
-expect_error "no tokenizer file" "--tokenizer $tmp/none: cannot open" $M --prompt-tokens 1 --tokenizer "$tmp/none"
+expect_error "no tokenizer file" "--tokenizer '$tmp/none': No such file" $M --prompt-tokens 1 --tokenizer "$tmp/none"
 { le32 20240520; head -c 1020 /dev/zero; } >"$tmp/bad_magic.bin"
 expect_error "a tokenizer's magic" "--tokenizer $tmp/bad_magic.bin: not an llm.c tokenizer file" $M --prompt-tokens 1 \
   --tokenizer "$tmp/bad_magic.bin"

@@ -12,6 +12,7 @@
 
 #include "checkpoint.h"
 #include "fsdp/error.h"
+#include "fsdp/input_file.h"
 
 static const char FORMAT[] = "fsdp.c sharded checkpoint";
 enum { VERSION = 1 };
@@ -236,15 +237,10 @@ static const cJSON *get_object(const char *path, const cJSON *obj, const char *n
 static cJSON *parse_file(const char *step_dir, const char *path) {
   struct stat st;
   if (stat(step_dir, &st) != 0 || !S_ISDIR(st.st_mode)) fsdp_fatal("checkpoint '%s': no such directory", step_dir);
-  FILE *f = fopen(path, "rb");
-  if (!f && errno == ENOENT)
+  if (stat(path, &st) != 0 && errno == ENOENT)
     fsdp_fatal("checkpoint '%s' is incomplete: it has no %s (its writing was interrupted)", step_dir, CKPT_METADATA);
-  if (!f || fstat(fileno(f), &st) != 0) fsdp_fatal("checkpoint metadata '%s': cannot open: %s", path, strerror(errno));
-  size_t size = (size_t)st.st_size;
-  char *text = fsdp_xmalloc(size ? size : 1);
-  int complete = fread(text, 1, size, f) == size;
-  fclose(f);
-  if (!complete) fsdp_fatal("checkpoint metadata '%s': cannot read it whole", path);
+  size_t size;
+  char *text = input_file_read_all("checkpoint metadata", path, INPUT_JSON_MAX_BYTES, &size);
   cJSON *root = cJSON_ParseWithLength(text, size);
   free(text);
   if (!root || !cJSON_IsObject(root)) fsdp_fatal("checkpoint metadata '%s' is not a JSON object", path);

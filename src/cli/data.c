@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "fsdp/cli.h"
 #include "fsdp/error.h"
+#include "fsdp/input_file.h"
 #include "fsdp/rng.h"
 
 enum { LLMC_HEADER_INTS = 256, LLMC_HEADER_BYTES = LLMC_HEADER_INTS * 4 };
@@ -34,20 +34,18 @@ static uint32_t read_le32(const unsigned char *b) {
 }
 
 static void open_token_file(struct token_file *tf, const char *path) {
+  struct input_file f;
+  input_file_open(&f, "token file", path);
+  if (f.size == 0) fsdp_fatal("token file '%s' is empty", path);
   tf->path = path;
-  tf->f = fopen(path, "rb");
-  if (!tf->f) fsdp_fatal("cannot open token file '%s': %s", path, strerror(errno));
-  struct stat st;
-  if (fstat(fileno(tf->f), &st) != 0) fsdp_fatal("cannot stat token file '%s': %s", path, strerror(errno));
-  if (!S_ISREG(st.st_mode)) fsdp_fatal("token file '%s' is not a regular file", path);
-  if (st.st_size == 0) fsdp_fatal("token file '%s' is empty", path);
-  tf->size = (size_t)st.st_size;
+  tf->size = f.size;
+  tf->f = input_file_stream(&f, "token file");
 }
 
 static void read_exact(struct token_file *tf, void *buf, size_t bytes) {
   if (fread(buf, 1, bytes, tf->f) == bytes) return;
   if (ferror(tf->f)) fsdp_fatal("cannot read token file '%s': %s", tf->path, strerror(errno));
-  fsdp_fatal("token file '%s' ended early (did it change while being read?)", tf->path);
+  fsdp_fatal("token file '%s' shrank while it was read (%zu bytes at its open)", tf->path, tf->size);
 }
 
 /* The first int32 of the file, or 0 when it is shorter than that; the position is left at the start. */

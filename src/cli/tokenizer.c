@@ -4,12 +4,14 @@
 #include <stdlib.h>
 
 #include "fsdp/error.h"
+#include "fsdp/input_file.h"
 
 enum { HEADER_WORDS = 256, MAGIC = 20240328 };
 
 void tokenizer_load(struct tokenizer *t, const char *flag, const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) fsdp_fatal("%s %s: cannot open the tokenizer file", flag, path);
+  struct input_file file;
+  input_file_open(&file, flag, path);
+  FILE *f = input_file_stream(&file, flag);
   uint32_t header[HEADER_WORDS];
   if (fread(header, sizeof header[0], HEADER_WORDS, f) != HEADER_WORDS)
     fsdp_fatal("%s %s: shorter than the tokenizer header (%d uint32)", flag, path, HEADER_WORDS);

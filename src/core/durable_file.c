@@ -10,6 +10,7 @@
 
 #include "fsdp/crc32c.h"
 #include "fsdp/error.h"
+#include "fsdp/input_file.h"
 
 /* Written and read in pieces of this size: the CRC of a piece is computed while it is
  * still in cache, and no single write() is asked for more than Linux moves at once. */
@@ -92,8 +93,11 @@ int durable_write(const char *path, const void *data, size_t bytes, uint32_t *cr
 }
 
 int file_crc32c(const char *path, size_t *bytes, uint32_t *crc, char *why, size_t why_size) {
-  int fd = open(path, O_RDONLY);
-  if (fd < 0) return fail(why, why_size, "cannot open '%s': %s", path, strerror(errno));
+  struct input_file in;
+  char refused[512];
+  if (input_file_try_open(&in, path, refused, sizeof refused) != 0)
+    return fail(why, why_size, "cannot open '%s': %s", path, refused);
+  int fd = in.fd;
   char *buffer = fsdp_xmalloc(IO_CHUNK_BYTES);
   uint32_t c = 0;
   size_t total = 0;

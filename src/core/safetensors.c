@@ -4,17 +4,16 @@
 
 #include <cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fsdp/file_commit.h"
 #include "fsdp/error.h"
+#include "fsdp/input_file.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "safetensors data is little-endian, and is read and written here as the host's own bytes"
@@ -182,12 +181,10 @@ void safetensors_open(struct safetensors_file *f, const char *path) {
   f->fd = -1;
   f->path = strdup(path);
   if (!f->path) fsdp_fatal("out of memory");
-  struct stat st;
-  if (stat(path, &st) != 0) fsdp_fatal("%s: cannot open: %s", path, strerror(errno));
-  if (S_ISDIR(st.st_mode)) fsdp_fatal("%s: is a directory, not a safetensors file", path);
-  f->fd = open(path, O_RDONLY);
-  if (f->fd < 0) fsdp_fatal("%s: cannot open: %s", path, strerror(errno));
-  uint64_t size = (uint64_t)st.st_size;
+  struct input_file in;
+  input_file_open(&in, "safetensors file", path);
+  f->fd = in.fd;
+  uint64_t size = in.size;
   uint64_t n = read_header_length(path, f->fd, size);
   f->data_start = 8 + n;
 

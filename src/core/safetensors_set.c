@@ -12,6 +12,7 @@
 
 #include "fsdp/file_commit.h"
 #include "fsdp/error.h"
+#include "fsdp/input_file.h"
 #include "fsdp/safetensors.h"
 
 static const char SINGLE_NAME[] = "model.safetensors", INDEX_NAME[] = "model.safetensors.index.json";
@@ -35,9 +36,10 @@ static char *folder_of(const char *path) {
   return dir;
 }
 
-static int is_file(const char *path) {
+/* Present, whatever it is: a FIFO or a directory by that name is then refused by name. */
+static int exists(const char *path) {
   struct stat st;
-  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+  return stat(path, &st) == 0;
 }
 
 static int ends_with(const char *s, const char *suffix) {
@@ -45,28 +47,11 @@ static int ends_with(const char *s, const char *suffix) {
   return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-static char *read_whole(const char *path, size_t *length) {
-  FILE *f = fopen(path, "rb");
-  if (!f) fsdp_fatal("%s: cannot open: %s", path, strerror(errno));
-  size_t cap = 1 << 16, len = 0;
-  char *text = fsdp_xmalloc(cap);
-  size_t got;
-  while ((got = fread(text + len, 1, cap - len - 1, f)) > 0) {
-    len += got;
-    if (len + 1 == cap) text = fsdp_xrealloc(text, cap *= 2);
-  }
-  if (ferror(f)) fsdp_fatal("%s: cannot read: %s", path, strerror(errno));
-  fclose(f);
-  text[len] = '\0';
-  *length = len;
-  return text;
-}
-
 /* Opens each file the index names (once), and checks that every tensor it maps is in the
  * file it names. */
 static void open_index(struct safetensors_set *s, const char *index_path) {
   size_t length;
-  char *text = read_whole(index_path, &length);
+  char *text = input_file_read_all("safetensors index", index_path, INPUT_JSON_MAX_BYTES, &length);
   cJSON *root = cJSON_ParseWithLength(text, length);
   free(text);
   if (!root) fsdp_fatal("%s: not valid JSON", index_path);
@@ -127,9 +112,9 @@ void safetensors_set_open(struct safetensors_set *s, const char *path) {
   if (S_ISDIR(st.st_mode)) {
     /* transformers' order: the single file first. */
     char *single = join(path, SINGLE_NAME), *index = join(path, INDEX_NAME);
-    if (is_file(single))
+    if (exists(single))
       open_one(s, single);
-    else if (is_file(index))
+    else if (exists(index))
       open_index(s, index);
     else
       fsdp_fatal("%s: a folder with neither %s nor %s", path, SINGLE_NAME, INDEX_NAME);

@@ -1,15 +1,14 @@
 #include "fsdp/checkpoint.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fsdp/device.h"
 #include "fsdp/error.h"
+#include "fsdp/input_file.h"
 #include "fsdp/stream.h"
 
 const char *const CKPT_STATE_NAMES[CKPT_STATES] = {"param", "adam_m", "adam_v"};
@@ -117,15 +116,12 @@ struct reader {
 static int file_fd(struct reader *rd, int f) {
   if (rd->fds[f] >= 0) return rd->fds[f];
   const struct ckpt_file *file = &rd->files[f];
-  int fd = open(file->path, O_RDONLY);
-  if (fd < 0) fsdp_fatal("checkpoint file '%s': cannot open: %s", file->path, strerror(errno));
-  struct stat st;
-  if (fstat(fd, &st) != 0) fsdp_fatal("checkpoint file '%s': cannot stat: %s", file->path, strerror(errno));
-  if ((size_t)st.st_size != file->bytes)
+  struct input_file in;
+  input_file_open(&in, "checkpoint file", file->path);
+  if (in.size != file->bytes)
     fsdp_fatal("checkpoint file '%s' is %s: %zu bytes, its metadata says %zu", file->path,
-               (size_t)st.st_size < file->bytes ? "truncated" : "longer than written", (size_t)st.st_size,
-               file->bytes);
-  return rd->fds[f] = fd;
+               in.size < file->bytes ? "truncated" : "longer than written", in.size, file->bytes);
+  return rd->fds[f] = in.fd;
 }
 
 static void read_at(struct reader *rd, int f, void *dst, size_t bytes, size_t offset) {
@@ -134,7 +130,7 @@ static void read_at(struct reader *rd, int f, void *dst, size_t bytes, size_t of
     ssize_t n = pread(fd, (char *)dst + done, bytes - done, (off_t)(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) fsdp_fatal("checkpoint file '%s': cannot read: %s", rd->files[f].path, strerror(errno));
-    if (n == 0) fsdp_fatal("checkpoint file '%s' ended early (did it change while being read?)", rd->files[f].path);
+    if (n == 0) fsdp_fatal("checkpoint file '%s' shrank while it was read", rd->files[f].path);
     done += (size_t)n;
   }
 }

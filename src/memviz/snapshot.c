@@ -1,16 +1,15 @@
 #include "fsdp/memviz.h"
 
 #include <cJSON.h>
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "fsdp/error.h"
+#include "fsdp/input_file.h"
 
 static const char *const FORMAT_NAME = "fsdp-memory-snapshot";
 static const int FORMAT_VERSION = 1;
@@ -110,26 +109,12 @@ static int64_t integer_field(const struct loader *l, const cJSON *object, const 
 
 /* ---- the file ---- */
 
+/* Snapshots of long runs are large, but a gigabyte of JSON is no snapshot fsdp wrote. */
+static const size_t SNAPSHOT_MAX_BYTES = (size_t)1 << 30;
+
 static char *read_file(const char *path, size_t *length) {
-  struct stat st;
-  if (stat(path, &st) != 0) fsdp_fatal("%s: cannot open: %s", path, strerror(errno));
-  if (S_ISDIR(st.st_mode)) fsdp_fatal("%s: is a directory, not a memory snapshot", path);
-  FILE *f = fopen(path, "rb");
-  if (!f) fsdp_fatal("%s: cannot open: %s", path, strerror(errno));
-  size_t cap = 1 << 16, len = 0;
-  char *data = fsdp_xmalloc(cap);
-  size_t got;
-  while ((got = fread(data + len, 1, cap - len, f)) > 0) {
-    len += got;
-    if (len == cap) {
-      cap *= 2;
-      data = fsdp_xrealloc(data, cap);
-    }
-  }
-  if (ferror(f)) fsdp_fatal("%s: cannot read: %s", path, strerror(errno));
-  fclose(f);
-  if (len == 0) fsdp_fatal("%s: is empty, not a memory snapshot", path);
-  *length = len;
+  char *data = input_file_read_all("memory snapshot", path, SNAPSHOT_MAX_BYTES, length);
+  if (*length == 0) fsdp_fatal("%s: is empty, not a memory snapshot", path);
   return data;
 }
 

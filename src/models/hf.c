@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "fsdp/error.h"
+#include "fsdp/input_file.h"
 #include "fsdp/file_commit.h"
 #include "fsdp/log.h"
 #include "fsdp/safetensors.h"
@@ -110,14 +111,8 @@ static char *config_path_of(const char *path) {
 }
 
 static cJSON *read_json(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) fsdp_fatal("%s: cannot open: %s", path, strerror(errno));
-  size_t cap = 1 << 14, len = 0, got;
-  char *text = fsdp_xmalloc(cap);
-  while ((got = fread(text + len, 1, cap - len, f)) > 0)
-    if ((len += got) == cap) text = fsdp_xrealloc(text, cap *= 2);
-  if (ferror(f)) fsdp_fatal("%s: cannot read: %s", path, strerror(errno));
-  fclose(f);
+  size_t len;
+  char *text = input_file_read_all("--init-from config", path, INPUT_JSON_MAX_BYTES, &len);
   cJSON *root = cJSON_ParseWithLength(text, len);
   free(text);
   if (!root) fsdp_fatal("%s: not valid JSON", path);
