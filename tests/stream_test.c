@@ -1,6 +1,6 @@
 /* Streams and events on CPU threads, with real worker threads: order on a stream,
- * waits across streams and on the host, the marks events make, draining on destroy,
- * the time accounting and the trace spans. Run it under ThreadSanitizer too. */
+ * waits across streams and on the host, the marks events make, stream words, draining
+ * on destroy, the time accounting and the trace spans. Run it under ThreadSanitizer too. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -147,6 +147,35 @@ static void test_host_wait(void) {
   event_destroy(e);
   stream_destroy(a);
   stream_destroy(host);
+}
+
+/* Stream words: a stream parked on one until a host thread stores it; a stream's store
+ * seen by a host thread after the work before it; host streams act at once; counts wrap. */
+static void test_words(void) {
+  struct stream *a = device_stream_create(device_cpu(), "words-a");
+  struct stream *host = device_host_stream_create(device_cpu(), "words-host");
+  struct stream_word *go = stream_word_create(device_cpu()), *passed = stream_word_create(device_cpu());
+  int value = 0, seen = -1;
+  stream_wait_word(a, go, 3);
+  struct copy c = {&value, &seen};
+  stream_launch(a, "read", copy_task, &c, sizeof c);
+  stream_write_word(a, passed, 1);
+  stream_word_store(go, 2);
+  struct sleep_store w = {20, &value, 42};
+  stream_launch(host, "write", sleep_store_task, &w, sizeof w);
+  CHECK(stream_word_load(passed) == 0); /* 2 has not reached 3 */
+  stream_word_store(go, 3);
+  stream_word_wait(passed, 1);
+  CHECK(seen == 42);
+  stream_write_word(host, passed, 7);
+  CHECK(stream_word_load(passed) == 7);
+  stream_wait_word(host, passed, 6); /* reached: returns at once */
+  CHECK(stream_word_reached(5, 5) && !stream_word_reached(4, 5));
+  CHECK(stream_word_reached(0, 0xffffffffu) && !stream_word_reached(0xffffffffu, 0));
+  stream_destroy(a);
+  stream_destroy(host);
+  stream_word_destroy(go);
+  stream_word_destroy(passed);
 }
 
 static void test_query_and_rerecord(void) {
@@ -374,6 +403,7 @@ int main(void) {
   test_fifo();
   test_cross_stream();
   test_host_wait();
+  test_words();
   test_query_and_rerecord();
   test_never_recorded_and_host_events();
   test_destroy_drains();

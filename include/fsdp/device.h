@@ -30,8 +30,10 @@ struct device *device_cpu(void);
  * message saying so. */
 struct device *device_open(enum device_kind kind, enum device_kind target);
 void device_close(struct device *d);
-/* 1 when this process can use a GPU (a cuda build that sees one); 0 otherwise, with the
- * reason in why. Lets a GPU test skip where device_open(DEVICE_CUDA, ...) would end the job. */
+/* 1 when this process can use a GPU; 0 where there is none to use (no device, no NVIDIA
+ * driver installed, a build without CUDA), with the reason in why: lets a GPU test skip
+ * where device_open(DEVICE_CUDA, ...) would end the job. A driver that is there but fails
+ * ends the job, so that a broken GPU never reads as a missing one. */
 int device_cuda_available(char *why, size_t why_size);
 
 enum device_kind device_kind(const struct device *d);
@@ -41,6 +43,9 @@ const char *device_name(const struct device *d); /* "cpu", "cuda", "meta" */
 int device_kind_parse(const char *name);          /* -1 for an unknown name */
 /* 0 on meta: nothing launched there runs, and its memory must never be read. */
 int device_computes(const struct device *d);
+/* Where d is on its machine, so that processes can tell whether they share it: a GPU's
+ * PCI bus id; "" on cpu and meta, whose memory is every process's own. */
+void device_location(const struct device *d, char *out, size_t size);
 
 /* A stream of this device; name labels its track in profile traces. The host stream is
  * the calling thread's own: work launched on it runs before the launch returns (on cpu

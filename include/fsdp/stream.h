@@ -10,10 +10,12 @@
 #define FSDP_STREAM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct device;
 struct stream;
 struct event;
+struct stream_word;
 
 enum { STREAM_LABEL_MAX = 96 };
 
@@ -48,6 +50,28 @@ void event_record(struct event *e, struct stream *s);
 /* 1 when the recorded point has been reached (or the event was never recorded). */
 int event_query(const struct event *e);
 void event_synchronize(struct event *e);
+
+/* A 32-bit word of host memory that streams store into and wait on, and host threads
+ * read and store (mapped pinned memory on cuda): how a stream and a host thread hand work
+ * to each other with no device call on the host thread's side, which a thread that a
+ * stream waits for must not make (docs/architecture.md, "Collectives on device streams").
+ * Values compare modulo 2^32: a word has reached v when (word - v) mod 2^32 < 2^31, so
+ * a counter may wrap. A word starts at 0; it must outlive the work launched on it. */
+struct stream_word *stream_word_create(struct device *d);
+void stream_word_destroy(struct stream_word *w);
+/* When s gets here, after all work launched on it before (and seeing its writes), the
+ * word becomes value: cuStreamWriteValue32 on cuda; nothing on meta. On a host stream, now. */
+void stream_write_word(struct stream *s, struct stream_word *w, uint32_t value);
+/* Work launched on s after this starts once the word has reached value:
+ * cuStreamWaitValue32 on cuda. On the host stream of cpu the caller blocks until then. */
+void stream_wait_word(struct stream *s, struct stream_word *w, uint32_t value);
+/* The host's side, from any thread and without a device call: load (acquire), store
+ * (release: what the thread wrote before is seen by the work that waited for it), and
+ * a wait that polls, sleeping between polls, until the word has reached value. */
+uint32_t stream_word_load(const struct stream_word *w);
+void stream_word_store(struct stream_word *w, uint32_t value);
+int stream_word_reached(uint32_t word, uint32_t value);
+void stream_word_wait(const struct stream_word *w, uint32_t value);
 
 /* Milliseconds since the stream was created (or last reset) that it spent running
  * work (worker streams) and that the host stream's thread spent blocked in

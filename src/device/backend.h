@@ -5,6 +5,7 @@
 #define FSDP_DEVICE_BACKEND_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,6 +18,8 @@ struct device_backend {
   const char *name;
   enum device_kind kind;
   int computes; /* 0: launches are dropped (meta) */
+  /* Where the device is (device_location); NULL: "". */
+  void (*location)(struct device *d, char *out, size_t size);
   /* Memory from the system; NULL when there is none left. */
   void *(*raw_alloc)(struct device *d, size_t bytes);
   void (*raw_free)(struct device *d, void *ptr, size_t bytes);
@@ -39,6 +42,13 @@ struct device_backend {
 
   void (*copy)(struct stream *s, void *dst, const void *src, size_t bytes, int to_device, int from_device);
   void (*memset)(struct stream *s, void *dst, int byte, size_t bytes);
+
+  /* Stream words (fsdp/stream.h): host memory the device's streams can reach, and impl
+   * whatever the backend needs to reach it (the device's address on cuda). */
+  _Atomic uint32_t *(*word_alloc)(struct device *d, void **impl);
+  void (*word_free)(struct device *d, _Atomic uint32_t *host, void *impl);
+  void (*stream_write_word)(struct stream *s, struct stream_word *w, uint32_t value);
+  void (*stream_wait_word)(struct stream *s, struct stream_word *w, uint32_t value);
 };
 
 struct mem_tracker {
@@ -71,7 +81,19 @@ struct event {
   void *impl;
 };
 
+struct stream_word {
+  struct device *device;
+  _Atomic uint32_t *host;
+  void *impl;
+};
+
 extern const struct device_backend CPU_BACKEND, META_BACKEND;
+/* Stream words in plain host memory (cpu.c), for the backends whose streams run on the host. */
+_Atomic uint32_t *host_word_alloc(struct device *d, void **impl);
+void host_word_free(struct device *d, _Atomic uint32_t *host, void *impl);
+/* A device over any backend: device_open's, and tests' own (a fake that models another
+ * device's synchronization over the cpu backend). */
+struct device *device_open_backend(const struct device_backend *backend, enum device_kind target);
 /* NULL in a build without CUDA. */
 const struct device_backend *cuda_backend(void);
 /* 0 when the process sees no GPU; the message says why. */

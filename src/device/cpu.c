@@ -1,10 +1,10 @@
 /* The cpu device backend: host memory, and streams and events on CPU threads (see
  * fsdp/stream.h). The meta backend (meta.c) uses its host streams too.
  *
- * Every item queued on a stream, a task or a wait, counts once in `launched` and
- * once in `completed` when it has run. An event is a (stream, count) pair and its
- * point is reached when the stream's completed count gets there. Counting waits too
- * makes an event recorded after a wait imply the waited-for point, as in CUDA.
+ * Every item queued on a stream, a task, a wait or a word's store, counts once in
+ * `launched` and once in `completed` when it has run. An event is a (stream, count)
+ * pair and its point is reached when the stream's completed count gets there. Counting
+ * waits too makes an event recorded after a wait imply the waited-for point, as in CUDA.
  *
  * An event is used by the threads that record and wait on it one at a time (the
  * runtime's host thread); workers never read it: a wait copies its (stream, count)
@@ -24,11 +24,16 @@
 #include "fsdp/timer.h"
 #include "fsdp/trace.h"
 
+enum item_kind { TASK, WAIT_POINT, WAIT_WORD, WRITE_WORD };
+
 struct item {
   struct item *next;
-  void (*fn)(void *arg);           /* NULL for a wait */
-  struct queue *wait_on;           /* a wait: the point (wait_on, wait_target) */
+  enum item_kind kind;
+  void (*fn)(void *arg);           /* TASK */
+  struct queue *wait_on;           /* WAIT_POINT: the point (wait_on, wait_target) */
   uint64_t wait_target;
+  struct stream_word *word;        /* WAIT_WORD until it reaches value; WRITE_WORD value into it */
+  uint32_t value;
   char label[STREAM_LABEL_MAX];
   alignas(max_align_t) unsigned char arg[]; /* fn may read its argument as any type */
 };
@@ -92,10 +97,12 @@ static void *worker(void *arg) {
     /* Unlocked while it runs, so that the host can keep launching and a wait on this
      * very stream can read its count. */
     pthread_mutex_unlock(&s->mutex);
-    if (it->fn)
-      run_task(s, it->fn, it->arg, it->label);
-    else
-      wait_point(it->wait_on, it->wait_target);
+    switch (it->kind) {
+      case TASK: run_task(s, it->fn, it->arg, it->label); break;
+      case WAIT_POINT: wait_point(it->wait_on, it->wait_target); break;
+      case WAIT_WORD: stream_word_wait(it->word, it->value); break;
+      case WRITE_WORD: stream_word_store(it->word, it->value); break;
+    }
     free(it);
     pthread_mutex_lock(&s->mutex);
     s->completed++;
@@ -158,10 +165,18 @@ static void queue_launch(struct stream *stream, const char *label, void (*fn)(vo
     return;
   }
   struct item *it = fsdp_xmalloc(sizeof *it + arg_bytes);
+  it->kind = TASK;
   it->fn = fn;
   snprintf(it->label, sizeof it->label, "%s", label);
   if (arg_bytes) memcpy(it->arg, arg, arg_bytes);
   enqueue(s, it);
+}
+
+/* The host stream's time blocked in waits (stream_get_times). */
+static void add_blocked(struct queue *s, double ms) {
+  pthread_mutex_lock(&s->mutex);
+  s->blocked_ms += ms;
+  pthread_mutex_unlock(&s->mutex);
 }
 
 static void queue_wait_event(struct stream *stream, struct event *e) {
@@ -171,17 +186,41 @@ static void queue_wait_event(struct stream *stream, struct event *e) {
   if (s->is_host) {
     double begin_ms = time_now_ms();
     wait_point(p->queue, p->target);
-    double ms = time_now_ms() - begin_ms;
-    pthread_mutex_lock(&s->mutex);
-    s->blocked_ms += ms;
-    pthread_mutex_unlock(&s->mutex);
+    add_blocked(s, time_now_ms() - begin_ms);
     return;
   }
-  struct item *it = fsdp_xmalloc(sizeof *it);
-  it->fn = NULL;
+  struct item *it = fsdp_xcalloc(1, sizeof *it);
+  it->kind = WAIT_POINT;
   it->wait_on = p->queue;
   it->wait_target = p->target;
   enqueue(s, it);
+}
+
+static void enqueue_word(struct queue *s, enum item_kind kind, struct stream_word *w, uint32_t value) {
+  struct item *it = fsdp_xcalloc(1, sizeof *it);
+  it->kind = kind;
+  it->word = w;
+  it->value = value;
+  enqueue(s, it);
+}
+
+static void queue_write_word(struct stream *stream, struct stream_word *w, uint32_t value) {
+  struct queue *s = stream->impl;
+  if (s->is_host)
+    stream_word_store(w, value);
+  else
+    enqueue_word(s, WRITE_WORD, w, value);
+}
+
+static void queue_wait_word(struct stream *stream, struct stream_word *w, uint32_t value) {
+  struct queue *s = stream->impl;
+  if (!s->is_host) {
+    enqueue_word(s, WAIT_WORD, w, value);
+    return;
+  }
+  double begin_ms = time_now_ms();
+  stream_word_wait(w, value);
+  add_blocked(s, time_now_ms() - begin_ms);
 }
 
 static void queue_synchronize(struct stream *stream) {
@@ -243,6 +282,18 @@ static void host_free(struct device *d, void *ptr, size_t bytes) {
 static void *pinned_alloc(size_t bytes) { return host_alloc(NULL, bytes); }
 static void pinned_free(void *ptr) { free(ptr); }
 
+_Atomic uint32_t *host_word_alloc(struct device *d, void **impl) {
+  (void)d;
+  *impl = NULL;
+  return fsdp_xmalloc(sizeof(_Atomic uint32_t));
+}
+
+void host_word_free(struct device *d, _Atomic uint32_t *host, void *impl) {
+  (void)d;
+  (void)impl;
+  free((void *)host);
+}
+
 /* What a copy or memset launched on a worker stream needs. */
 struct host_copy {
   void *dst;
@@ -302,4 +353,8 @@ const struct device_backend CPU_BACKEND = {
     .event_synchronize = point_synchronize,
     .copy = host_copy,
     .memset = host_memset,
+    .word_alloc = host_word_alloc,
+    .word_free = host_word_free,
+    .stream_write_word = queue_write_word,
+    .stream_wait_word = queue_wait_word,
 };

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend.h"
 #include "fsdp/error.h"
@@ -42,6 +43,10 @@ struct device *device_open(enum device_kind kind, enum device_kind target) {
   } else if (target == DEVICE_META) {
     fsdp_fatal("a meta device plans for cpu or cuda, not for meta");
   }
+  return device_open_backend(backend, target);
+}
+
+struct device *device_open_backend(const struct device_backend *backend, enum device_kind target) {
   struct device *d = fsdp_xmalloc(sizeof *d);
   device_init(d, backend, target);
   return d;
@@ -61,6 +66,11 @@ enum device_kind device_kind(const struct device *d) { return d->backend->kind; 
 enum device_kind device_target(const struct device *d) { return d->target; }
 const char *device_name(const struct device *d) { return d->backend->name; }
 int device_computes(const struct device *d) { return d->backend->computes; }
+
+void device_location(const struct device *d, char *out, size_t size) {
+  if (size) out[0] = '\0';
+  if (d->backend->location) d->backend->location((struct device *)d, out, size);
+}
 
 int device_kind_parse(const char *name) {
   for (int k = 0; k < (int)(sizeof KIND_NAMES / sizeof KIND_NAMES[0]); k++)
@@ -157,4 +167,56 @@ void device_copy(struct stream *s, void *dst, const void *src, size_t bytes) {
 
 void device_memset(struct stream *s, void *dst, int byte, size_t bytes) {
   if (bytes) s->device->backend->memset(s, dst, byte, bytes);
+}
+
+struct stream_word *stream_word_create(struct device *d) {
+  struct stream_word *w = fsdp_xcalloc(1, sizeof *w);
+  w->device = d;
+  w->host = d->backend->word_alloc(d, &w->impl);
+  atomic_store_explicit(w->host, 0, memory_order_release);
+  return w;
+}
+
+void stream_word_destroy(struct stream_word *w) {
+  if (!w) return;
+  w->device->backend->word_free(w->device, w->host, w->impl);
+  free(w);
+}
+
+static void check_word_device(const struct stream *s, const struct stream_word *w) {
+  if (s->device != w->device)
+    fsdp_fatal("stream '%s' (%s) cannot reach a word of device %s", s->name, s->device->backend->name,
+               w->device->backend->name);
+}
+
+void stream_write_word(struct stream *s, struct stream_word *w, uint32_t value) {
+  check_word_device(s, w);
+  s->device->backend->stream_write_word(s, w, value);
+}
+
+void stream_wait_word(struct stream *s, struct stream_word *w, uint32_t value) {
+  check_word_device(s, w);
+  s->device->backend->stream_wait_word(s, w, value);
+}
+
+uint32_t stream_word_load(const struct stream_word *w) { return atomic_load_explicit(w->host, memory_order_acquire); }
+
+void stream_word_store(struct stream_word *w, uint32_t value) {
+  atomic_store_explicit(w->host, value, memory_order_release);
+}
+
+int stream_word_reached(uint32_t word, uint32_t value) { return (uint32_t)(word - value) < 0x80000000u; }
+
+/* Spins briefly, then sleeps from 5 us doubling up to 1 ms, as the comm layer's MPI
+ * waits do: the thread shares the cores with the compute thread and the other ranks. */
+void stream_word_wait(const struct stream_word *w, uint32_t value) {
+  enum { SPIN_POLLS = 64 };
+  const long MAX_SLEEP_NS = 1000000;
+  long sleep_ns = 5000;
+  for (int polls = 0; !stream_word_reached(stream_word_load(w), value); polls++) {
+    if (polls < SPIN_POLLS) continue;
+    struct timespec pause = {0, sleep_ns};
+    nanosleep(&pause, NULL);
+    if (sleep_ns < MAX_SLEEP_NS) sleep_ns *= 2;
+  }
 }

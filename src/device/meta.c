@@ -61,6 +61,8 @@ static void no_copy(struct stream *s, void *dst, const void *src, size_t bytes, 
   (void)s, (void)dst, (void)src, (void)bytes, (void)to_device, (void)from_device;
 }
 static void no_memset(struct stream *s, void *dst, int byte, size_t bytes) { (void)s, (void)dst, (void)byte, (void)bytes; }
+/* Words are real host memory (host threads may read them); no stream ever writes one. */
+static void no_word_op(struct stream *s, struct stream_word *w, uint32_t value) { (void)s, (void)w, (void)value; }
 
 const struct device_backend META_BACKEND = {
     .name = "meta",
@@ -83,4 +85,8 @@ const struct device_backend META_BACKEND = {
     .event_synchronize = no_event_op,
     .copy = no_copy,
     .memset = no_memset,
+    .word_alloc = host_word_alloc,
+    .word_free = host_word_free,
+    .stream_write_word = no_word_op,
+    .stream_wait_word = no_word_op,
 };
