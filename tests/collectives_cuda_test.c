@@ -1,8 +1,10 @@
-/* Collectives launched on cuda streams (src/comm/gpu.h) against what each rank computes
- * on the host: every rank's contribution is a pure function of (rank, index), so every
- * rank knows what all the others sent. Run under mpirun: W = 1 takes NCCL, ranks that
- * share a GPU the staged transport (or FSDP_COMM_TRANSPORT forces one). Exits 77
- * (ctest: skipped) where no GPU can be used. */
+/* Collectives launched on device streams (src/comm/transport.h) against what each rank
+ * computes on the host: every rank's contribution is a pure function of (rank, index), so
+ * every rank knows what all the others sent. Run under mpirun, on the device named by
+ * the argument (cuda when none): on cuda, W = 1 takes NCCL, ranks that share a GPU the
+ * staged transport; on cpu, MPI on the stream's thread, or the staged transport with
+ * FSDP_COMM_TRANSPORT=staged (which forces either). Exits 77 (ctest: skipped) where no
+ * GPU can be used. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,7 +22,7 @@ enum { SKIP = 77 };
 /* 7 and 4097 divide by no world size above 1; 131073 is past the ring's bf16 segment. */
 static const size_t COUNTS[] = {0, 1, 7, 4097, 131073};
 
-static struct device *gpu;
+static struct device *device;
 static int checks;
 
 static const char *dtype_label(enum comm_dtype dtype) {
@@ -83,7 +85,7 @@ static void expect(const char *what, enum comm_dtype dtype, size_t count, size_t
 
 /* A device buffer of n elements, from host values. */
 static void *to_device(struct stream *s, const void *host, size_t bytes) {
-  void *d = device_alloc(gpu, bytes, MEM_COMM, s);
+  void *d = device_alloc(device, bytes, MEM_COMM, s);
   device_copy_to_device(s, d, host, bytes);
   return d;
 }
@@ -106,7 +108,7 @@ static void check_all_gather(struct comm_group *g, struct stream *s, enum comm_d
   int rank = comm_rank(g), size = comm_size(g);
   size_t elem = comm_dtype_size(dtype), total = (size_t)size * count;
   void *host = contributions(rank, count, dtype);
-  void *recv = device_alloc(gpu, total * elem, MEM_COMM, s);
+  void *recv = device_alloc(device, total * elem, MEM_COMM, s);
   device_memset(s, recv, 0x7f, total * elem); /* no contribution's pattern */
   void *send = (char *)recv + (size_t)rank * count * elem;
   if (in_place)
@@ -121,8 +123,8 @@ static void check_all_gather(struct comm_group *g, struct stream *s, enum comm_d
     for (size_t i = 0; i < count; i++)
       expect(in_place ? "in-place all-gather" : "all-gather", dtype, count, (size_t)r * count + i,
              load(got, dtype, (size_t)r * count + i), contribution(r, i), rank, COMM_SUM);
-  if (!in_place) device_free(gpu, send, s);
-  device_free(gpu, recv, s);
+  if (!in_place) device_free(device, send, s);
+  device_free(device, recv, s);
   free(host), free(got);
   checks++;
 }
@@ -133,7 +135,7 @@ static void check_reduce_scatter(struct comm_group *g, struct stream *s, enum co
   size_t elem = comm_dtype_size(dtype), total = (size_t)size * count;
   void *host = contributions(rank, total, dtype);
   void *send = to_device(s, host, total * elem);
-  void *recv = device_alloc(gpu, count * elem, MEM_COMM, s);
+  void *recv = device_alloc(device, count * elem, MEM_COMM, s);
 
   comm_reduce_scatter_async(g, s, "reduce-scatter", send, recv, count, dtype, op);
 
@@ -143,8 +145,8 @@ static void check_reduce_scatter(struct comm_group *g, struct stream *s, enum co
            rank, op);
   if (memcmp(sent, host, total * elem) != 0)
     fsdp_fatal("collectives_cuda_test: reduce-scatter changed its send buffer (rank %d, count %zu)", rank, count);
-  device_free(gpu, send, s);
-  device_free(gpu, recv, s);
+  device_free(device, send, s);
+  device_free(device, recv, s);
   free(host), free(got), free(sent);
   checks++;
 }
@@ -161,7 +163,7 @@ static void check_all_reduce(struct comm_group *g, struct stream *s, enum comm_d
   void *got = from_device(s, buf, count * elem);
   for (size_t i = 0; i < count; i++)
     expect("all-reduce", dtype, count, i, load(got, dtype, i), reduced(size, i, dtype, op), rank, op);
-  device_free(gpu, buf, s);
+  device_free(device, buf, s);
   free(host), free(got);
   checks++;
 }
@@ -172,7 +174,7 @@ static void check_all_reduce(struct comm_group *g, struct stream *s, enum comm_d
 static void check_in_flight(struct comm_group *world) {
   enum { N = 12 };
   struct comm_group *groups[2] = {comm_group_dup(world, "in flight 0"), comm_group_dup(world, "in flight 1")};
-  struct stream *streams[2] = {device_stream_create(gpu, "comm 0"), device_stream_create(gpu, "comm 1")};
+  struct stream *streams[2] = {device_stream_create(device, "comm 0"), device_stream_create(device, "comm 1")};
   int rank = comm_rank(world), size = comm_size(world);
   void *send[2][N], *recv[2][N];
   size_t counts[N];
@@ -181,7 +183,7 @@ static void check_in_flight(struct comm_group *world) {
     for (int q = 0; q < 2; q++) {
       float *host = contributions(rank + q, counts[k], COMM_F32);
       send[q][k] = to_device(streams[q], host, counts[k] * sizeof(float));
-      recv[q][k] = device_alloc(gpu, (size_t)size * counts[k] * sizeof(float), MEM_COMM, streams[q]);
+      recv[q][k] = device_alloc(device, (size_t)size * counts[k] * sizeof(float), MEM_COMM, streams[q]);
       stream_synchronize(streams[q]);
       free(host);
     }
@@ -189,7 +191,7 @@ static void check_in_flight(struct comm_group *world) {
   for (int k = 0; k < N; k++)
     for (int q = 0; q < 2; q++) {
       comm_all_gather_async(groups[q], streams[q], "all-gather in flight", send[q][k], recv[q][k], counts[k], COMM_F32);
-      device_free(gpu, send[q][k], streams[q]);
+      device_free(device, send[q][k], streams[q]);
     }
   for (int q = 0; q < 2; q++)
     for (int k = 0; k < N; k++) {
@@ -198,7 +200,7 @@ static void check_in_flight(struct comm_group *world) {
         for (size_t i = 0; i < counts[k]; i++)
           expect("all-gather in flight", COMM_F32, counts[k], (size_t)r * counts[k] + i, got[(size_t)r * counts[k] + i],
                  contribution(r + q, i), rank, COMM_SUM);
-      device_free(gpu, recv[q][k], streams[q]);
+      device_free(device, recv[q][k], streams[q]);
       free(got);
       checks++;
     }
@@ -210,15 +212,17 @@ static void check_in_flight(struct comm_group *world) {
 
 int main(int argc, char **argv) {
   comm_init(&argc, &argv);
+  int kind = device_kind_parse(argc > 1 ? argv[1] : "cuda");
+  if (kind != DEVICE_CPU && kind != DEVICE_CUDA) fsdp_fatal("usage: collectives_cuda_test [cpu|cuda]");
   char why[256];
-  if (!device_cuda_available(why, sizeof why)) {
+  if (kind == DEVICE_CUDA && !device_cuda_available(why, sizeof why)) {
     fsdp_log_info("collectives_cuda_test: skipped: %s", why);
     comm_finalize();
     return SKIP;
   }
-  gpu = device_open(DEVICE_CUDA, DEVICE_CUDA);
-  struct comm_group *group = comm_group_dup(comm_world(), "cuda collectives");
-  struct stream *s = device_stream_create(gpu, "comm");
+  device = device_open(kind, kind);
+  struct comm_group *group = comm_group_dup(comm_world(), "stream collectives");
+  struct stream *s = device_stream_create(device, "comm");
 
   static const enum comm_dtype gathered[] = {COMM_F32, COMM_F64, COMM_I32, COMM_BF16};
   static const enum comm_dtype reduced_dtypes[] = {COMM_F32, COMM_BF16};
@@ -243,16 +247,16 @@ int main(int argc, char **argv) {
   struct comm_traffic traffic;
   comm_take_traffic(group, &traffic);
   if (comm_size(group) > 1 && !(traffic.all_gather > 0 && traffic.reduce_scatter > 0 && traffic.all_reduce > 0))
-    fsdp_fatal("collectives_cuda_test: the collectives on cuda streams were not counted (comm_take_traffic)");
+    fsdp_fatal("collectives_cuda_test: the collectives on streams were not counted (comm_take_traffic)");
 
   comm_group_free(group);
   stream_destroy(s);
-  device_close(gpu);
   const char *transport = getenv("FSDP_COMM_TRANSPORT");
-  fsdp_log_info("collectives_cuda_test: W=%d (%s): all %d collective calls on cuda streams match the host's "
+  fsdp_log_info("collectives_cuda_test: W=%d (%s): all %d collective calls on %s streams match the host's "
                 "(all-gather f32 f64 i32 bf16, in place too; reduce-scatter sum avg f32 bf16, max f32; all-reduce "
                 "sum avg max f32, sum f64; many in flight on two streams)",
-                comm_size(comm_world()), transport ? transport : "transport chosen", checks);
+                comm_size(comm_world()), transport ? transport : "transport chosen", checks, device_name(device));
+  device_close(device);
   comm_finalize();
   return 0;
 }

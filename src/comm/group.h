@@ -1,6 +1,6 @@
 /* Private to src/comm: what a group is, and what a collective launched on a stream
- * carries, shared by the MPI collectives (mpi.c) and the GPU transports that run
- * them on cuda streams (gpu.c, nccl.c, staged.c). */
+ * carries, shared by the MPI collectives (mpi.c) and the transports that run them on
+ * device streams (transport.c, nccl.c, staged.c). */
 #ifndef FSDP_COMM_GROUP_H
 #define FSDP_COMM_GROUP_H
 
@@ -10,7 +10,8 @@
 #include "fsdp/comm.h"
 #include "fsdp/stream.h"
 
-struct gpu_comm; /* gpu.c: the group's transport on cuda streams, made at its first use there */
+struct transport; /* transport.c: what carries the group's collectives on streams, chosen at its first */
+struct watch_op;  /* watchdog.h */
 
 /* A group is an MPI communicator, or a meta group (comm_meta_group): ranks that exist
  * only in a plan, whose collectives move nothing and count what they would send. */
@@ -27,7 +28,7 @@ struct comm_group {
   void *ring_workspace;
   size_t ring_workspace_bytes;
   struct comm_traffic traffic;
-  struct gpu_comm *gpu;
+  struct transport *transport;
 };
 
 /* What a collective launched on a stream needs, copied into the stream's queue. */
@@ -41,12 +42,16 @@ struct collective {
   enum comm_dtype dtype;
   enum comm_reduce_op op;
   char label[STREAM_LABEL_MAX]; /* what the watchdog names when it times out */
+  struct watch_op *watch;       /* its entry in the watchdog (watchdog.h), from its launch */
 };
 
-/* Runs c over MPI on host memory, on the calling thread, bounded by the watchdog. */
+/* Runs c over MPI on host memory, on the calling thread. */
 void host_collective(const struct collective *c);
-
+/* The MPI call host_collective waits in for c, which the watchdog names. */
+const char *host_collective_call(const struct collective *c);
 /* The bytes of ring workspace host_collective needs for c (0: none). */
 size_t host_collective_workspace_bytes(const struct collective *c);
+/* Launches c on a cpu stream, to run over MPI on the stream's own thread. */
+void host_collective_launch(struct comm_group *g, struct stream *s, const struct collective *c);
 
 #endif

@@ -14,10 +14,10 @@
 #include "fsdp/error.h"
 #include "fsdp/log.h"
 #include "fsdp/stream.h"
-#include "gpu.h"
 #include "group.h"
 #include "mpi_call.h"
 #include "ring.h"
+#include "transport.h"
 #include "watchdog.h"
 
 static struct comm_group world_group = {.comm = MPI_COMM_NULL, .size = 1};
@@ -80,18 +80,19 @@ void mpi_wait(MPI_Request *requests, int n, const char *call) {
   enum { SPIN_POLLS = 64 };
   const long MIN_SLEEP_NS = 5000, MAX_SLEEP_NS = 1000000;
   long sleep_ns = MIN_SLEEP_NS;
-  watch_begin(call); /* the collective's own deadline, when one is waiting already */
+  /* Within a collective launched on a stream, that collective is watched already, from
+   * its launch (older, so it is the one named); a blocking one is named by its call. */
+  struct watch_op *watched = watch_launch(call, call);
   for (int polls = 0;; polls++) {
     int done = 0;
     MPI_CALL(call, MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE));
     if (done) break;
-    watch_check(call);
     if (polls < SPIN_POLLS) continue;
     struct timespec pause = {0, sleep_ns};
     nanosleep(&pause, NULL);
     if (sleep_ns < MAX_SLEEP_NS) sleep_ns *= 2;
   }
-  watch_end();
+  watch_finish(watched);
 }
 
 /* A failed query counts as "not running" rather than going through mpi_check:
@@ -105,6 +106,7 @@ static bool mpi_is_running(void) {
 /* Installed into fsdp_fatal: a failing rank must take its peers down, or they would
  * wait forever in the next collective. */
 static void abort_job(int exit_code) {
+  watch_quiet();
   if (world_group.size > 1) comm_abort(exit_code);
   exit(exit_code);
 }
@@ -119,6 +121,18 @@ static void open_group(struct comm_group *g, MPI_Comm comm, const char *name) {
   MPI_CALL("MPI_Comm_size", MPI_Comm_size(comm, &g->size));
 }
 
+/* FSDP_COMM_TIMEOUT bounds what runs before a program sets its own timeout (fsdp's
+ * --comm-timeout is read after MPI has started): MPI's start-up above all. */
+static void initial_timeout(void) {
+  const char *text = getenv("FSDP_COMM_TIMEOUT");
+  if (!text || !*text) return;
+  char *end = NULL;
+  double seconds = strtod(text, &end);
+  if (*end != '\0' || !(seconds > 0.0))
+    fsdp_fatal("FSDP_COMM_TIMEOUT must be a positive number of seconds, not '%s'", text);
+  comm_set_timeout(seconds);
+}
+
 void comm_init(int *argc, char ***argv) {
   if (world_group.comm != MPI_COMM_NULL) return; /* MPI starts only once per process */
   /* Open MPI's non-blocking all-reduce (libnbc) picks, for two ranks, an algorithm
@@ -126,8 +140,13 @@ void comm_init(int *argc, char ***argv) {
    * HSDP's all-reduce across two nodes ran at half the link's rate. The ring sends
    * both ways at once. Set only where the user has not chosen (MCA environment). */
   setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", 0);
+  initial_timeout();
+  /* MPI_Init_thread waits for every rank, with no bound of its own. */
+  watch_start();
+  struct watch_op *init = watch_launch("MPI_Init_thread", "MPI_Init_thread");
   int provided = MPI_THREAD_SINGLE;
   MPI_CALL("MPI_Init_thread", MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided));
+  watch_finish(init);
   open_group(&world_group, MPI_COMM_WORLD, "MPI_Comm_set_errhandler(MPI_COMM_WORLD)");
   open_group(&self_group, MPI_COMM_SELF, "MPI_Comm_set_errhandler(MPI_COMM_SELF)");
   fsdp_log_set_rank(world_group.rank, world_group.size);
@@ -143,11 +162,14 @@ void comm_finalize(void) {
   if (!mpi_is_running()) return;
   /* MPI_Finalize waits for every rank without a bound; once all are here it does not. */
   comm_barrier(&world_group);
-  if (world_group.gpu) gpu_group_free(&world_group);
-  if (self_group.gpu) gpu_group_free(&self_group);
+  transport_free(&world_group);
+  transport_free(&self_group);
   free_ring_workspace(&world_group);
   free_ring_workspace(&self_group);
+  struct watch_op *finalize = watch_launch("MPI_Finalize", "MPI_Finalize");
   MPI_CALL("MPI_Finalize", MPI_Finalize());
+  watch_finish(finalize);
+  watch_stop();
 }
 
 static struct comm_group *started_group(struct comm_group *g, const char *caller) {
@@ -291,16 +313,24 @@ static void reduce_scatter_now(struct comm_group *g, void *workspace, const void
   if (op == COMM_AVG) divide_by_size(recv, count, dtype, g->size);
 }
 
-static void *workspace_for(struct comm_group *g, struct stream *s, size_t count, enum comm_dtype dtype,
-                           enum comm_reduce_op op) {
-  return use_ring(g->size, count, dtype, op) ? ring_workspace(g, s, ring_workspace_bytes(g->size, count, dtype))
-                                             : NULL;
+size_t host_collective_workspace_bytes(const struct collective *c) {
+  const struct comm_group *g = c->group;
+  return c->kind == REDUCE_SCATTER && use_ring(g->size, c->count, c->dtype, c->op)
+             ? ring_workspace_bytes(g->size, c->count, c->dtype)
+             : 0;
+}
+
+/* The group's ring workspace for c, or NULL when c takes none. */
+static void *workspace_for(struct comm_group *g, struct stream *s, const struct collective *c) {
+  size_t bytes = host_collective_workspace_bytes(c);
+  return bytes ? ring_workspace(g, s, bytes) : NULL;
 }
 
 void comm_reduce_scatter(struct comm_group *g, const void *send, void *recv, size_t count,
                          enum comm_dtype dtype, enum comm_reduce_op op) {
   check_reducible(dtype, op, true, "comm_reduce_scatter");
-  void *workspace = workspace_for(g, NULL, count, dtype, op);
+  struct collective c = {REDUCE_SCATTER, g, NULL, send, recv, count, dtype, op, "", NULL};
+  void *workspace = workspace_for(g, NULL, &c);
   if (!g->meta) reduce_scatter_now(g, workspace, send, recv, count, dtype, op);
 }
 
@@ -357,7 +387,9 @@ struct comm_group *comm_group_dup(struct comm_group *g, const char *name) {
 static struct comm_group *split_group(struct comm_group *g, int color, const char *name) {
   struct comm_group *part = fsdp_xcalloc(1, sizeof *part);
   MPI_Comm comm;
+  struct watch_op *split = watch_launch("MPI_Comm_split", "MPI_Comm_split");
   MPI_CALL("MPI_Comm_split", MPI_Comm_split(g->comm, color, g->rank, &comm));
+  watch_finish(split);
   MPI_CALL("MPI_Comm_set_name", MPI_Comm_set_name(comm, name));
   open_group(part, comm, "MPI_Comm_set_errhandler");
   return part;
@@ -385,7 +417,7 @@ void comm_mesh_free(struct comm_mesh *mesh) {
 }
 
 void comm_group_free(struct comm_group *g) {
-  if (g->gpu) gpu_group_free(g);
+  transport_free(g);
   free_ring_workspace(g);
   if (!g->meta) MPI_CALL("MPI_Comm_free", MPI_Comm_free(&g->comm));
   free(g);
@@ -397,41 +429,49 @@ void comm_take_traffic(struct comm_group *g, struct comm_traffic *out) {
 }
 
 void host_collective(const struct collective *c) {
-  watch_begin(c->label);
   switch (c->kind) {
     case ALL_GATHER: comm_all_gather(c->group, c->send, c->recv, c->count, c->dtype); break;
     case REDUCE_SCATTER: reduce_scatter_now(c->group, c->workspace, c->send, c->recv, c->count, c->dtype, c->op); break;
     case ALL_REDUCE: comm_all_reduce(c->group, c->recv, c->count, c->dtype, c->op); break;
   }
-  watch_end();
 }
 
-size_t host_collective_workspace_bytes(const struct collective *c) {
-  const struct comm_group *g = c->group;
-  return c->kind == REDUCE_SCATTER && use_ring(g->size, c->count, c->dtype, c->op)
-             ? ring_workspace_bytes(g->size, c->count, c->dtype)
-             : 0;
-}
-
-static void run_collective(void *arg) { host_collective(arg); }
-
-/* Collectives on a stream run where the stream's device runs its work: on a cpu
- * stream, MPI on the stream's thread; on a cuda stream, the group's GPU transport
- * (gpu.h); on meta, nothing. */
-static void launch(struct comm_group *g, struct stream *s, const char *label, struct collective *c) {
-  if (g->meta) return;
-  snprintf(c->label, sizeof c->label, "%s", label);
-  switch (device_kind(stream_device(s))) {
-    case DEVICE_CPU: stream_launch(s, label, run_collective, c, sizeof *c); return;
-    case DEVICE_CUDA: gpu_launch(g, s, c); return;
-    case DEVICE_META: return;
+const char *host_collective_call(const struct collective *c) {
+  switch (c->kind) {
+    case ALL_GATHER: return "MPI_Iallgather";
+    case REDUCE_SCATTER:
+      return use_ring(c->group->size, c->count, c->dtype, c->op) ? "ring reduce-scatter" : "MPI_Ireduce_scatter_block";
+    case ALL_REDUCE: return "MPI_Iallreduce";
   }
+  fsdp_fatal("unknown collective kind %d", (int)c->kind);
+}
+
+static void run_collective(void *arg) {
+  const struct collective *c = arg;
+  host_collective(c);
+  watch_finish(c->watch);
+}
+
+/* The ring's workspace is the group's, grown here at the launch (ring_workspace). */
+void host_collective_launch(struct comm_group *g, struct stream *s, const struct collective *c) {
+  struct collective run = *c;
+  run.workspace = workspace_for(g, s, c);
+  run.watch = watch_launch(c->label, host_collective_call(c));
+  stream_launch(s, c->label, run_collective, &run, sizeof run);
+}
+
+/* Collectives on a stream run where the stream's device runs its work, carried by the
+ * group's transport (transport.h); on meta, nothing. */
+static void launch(struct comm_group *g, struct stream *s, const char *label, struct collective *c) {
+  if (g->meta || device_kind(stream_device(s)) == DEVICE_META) return;
+  snprintf(c->label, sizeof c->label, "%s", label);
+  transport_launch(g, s, c);
 }
 
 void comm_all_gather_async(struct comm_group *g, struct stream *s, const char *label, const void *send,
                            void *recv, size_t count, enum comm_dtype dtype) {
   g->traffic.all_gather += ring_sent(g, (double)(count * comm_dtype_size(dtype)));
-  struct collective c = {ALL_GATHER, g, NULL, send, recv, count, dtype, COMM_SUM, ""};
+  struct collective c = {ALL_GATHER, g, NULL, send, recv, count, dtype, COMM_SUM, "", NULL};
   launch(g, s, label, &c);
 }
 
@@ -439,10 +479,10 @@ void comm_reduce_scatter_async(struct comm_group *g, struct stream *s, const cha
                                void *recv, size_t count, enum comm_dtype dtype, enum comm_reduce_op op) {
   check_reducible(dtype, op, true, "comm_reduce_scatter_async"); /* now, not later on the stream's thread */
   g->traffic.reduce_scatter += ring_sent(g, (double)(count * comm_dtype_size(dtype)));
-  /* On a cuda stream the GPU transport brings its own workspace (NCCL needs none); a
-   * meta stream's is counted in the plan, as a cpu stream's is allocated. */
-  void *workspace = device_kind(stream_device(s)) != DEVICE_CUDA ? workspace_for(g, s, count, dtype, op) : NULL;
-  struct collective c = {REDUCE_SCATTER, g, workspace, send, recv, count, dtype, op, ""};
+  struct collective c = {REDUCE_SCATTER, g, NULL, send, recv, count, dtype, op, "", NULL};
+  /* A plan counts the workspace that a cpu stream's transport would take (the staged
+   * and NCCL transports bring their own). */
+  if (g->meta) workspace_for(g, s, &c);
   launch(g, s, label, &c);
 }
 
@@ -450,7 +490,7 @@ void comm_all_reduce_async(struct comm_group *g, struct stream *s, const char *l
                            enum comm_dtype dtype, enum comm_reduce_op op) {
   check_reducible(dtype, op, false, "comm_all_reduce_async"); /* now, not later on the stream's thread */
   g->traffic.all_reduce += 2 * ring_sent(g, (double)(count * comm_dtype_size(dtype)) / g->size);
-  struct collective c = {ALL_REDUCE, g, NULL, NULL, buf, count, dtype, op, ""};
+  struct collective c = {ALL_REDUCE, g, NULL, NULL, buf, count, dtype, op, "", NULL};
   launch(g, s, label, &c);
 }
 

@@ -1,42 +1,30 @@
-/* The NCCL transport (gpu.h): a group's collectives on cuda streams as NCCL calls
+/* The NCCL transport (transport.h): a group's collectives on cuda streams as NCCL calls
  * enqueued on the stream, over a communicator of the group's own (so a dup'd group,
  * one per comm stream, never shares one with another stream). Built only where CMake
  * found NCCL; nccl_none.c otherwise.
  *
- * The watchdog (--comm-timeout): nothing in src/comm waits for an NCCL call (the
- * runtime waits on its events), so each communicator has a thread that records an
- * event after every collective and polls the oldest: one that has not completed
- * comm_timeout() seconds after its launch (measured from the launch, as PyTorch's
- * ProcessGroupNCCL does), or an asynchronous error NCCL reports, makes it abort the
- * communicator (ncclCommAbort frees the GPU's kernels stuck waiting for a peer) and
- * end the job naming the rank and the collective. */
+ * The watchdog (watchdog.h) bounds each collective from its launch: after every call
+ * the stream stores the call's sequence number into a word of mapped host memory, and
+ * the monitor reads the word for itself, so no thread here polls the GPU or makes a
+ * CUDA call for it. Past --comm-timeout the monitor ends the job (every rank's process,
+ * and with it its kernels waiting for a peer), naming the rank, the collective and the
+ * NCCL call. Errors NCCL reports asynchronously end the job at the next launch (or at
+ * close); one that leaves a kernel hanging meets the deadline first. */
 #include <cuda_runtime.h>
 #include <nccl.h>
-#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "fsdp/device.h"
 #include "fsdp/error.h"
-#include "fsdp/timer.h"
-#include "gpu.h"
-
-/* A collective launched and not yet seen complete. */
-struct pending {
-  cudaEvent_t done;
-  double launched_ms;
-  const char *call;
-  char label[STREAM_LABEL_MAX];
-  struct pending *next;
-};
+#include "transport.h"
+#include "watchdog.h"
 
 struct nccl_comm {
   ncclComm_t comm;
-  int ordinal;
-  pthread_t watchdog;
-  pthread_mutex_t lock;
-  struct pending *head, *tail;
-  int stopping;
+  struct stream_word *completed; /* the seq of the last collective the GPU has finished */
+  uint32_t launched;
 };
 
 static void nccl_check(ncclResult_t rc, ncclComm_t comm, const char *call, const char *label) {
@@ -46,87 +34,29 @@ static void nccl_check(ncclResult_t rc, ncclComm_t comm, const char *call, const
              detail && *detail ? detail : "");
 }
 
-static void cuda_check(cudaError_t rc, const char *call) {
-  if (rc != cudaSuccess) fsdp_fatal("cuda: %s failed: %s", call, cudaGetErrorString(rc));
+/* An error of an earlier collective, which NCCL reports after the fact. */
+static void check_async_error(struct nccl_comm *n, const char *label) {
+  ncclResult_t async = ncclSuccess;
+  nccl_check(ncclCommGetAsyncError(n->comm, &async), n->comm, "ncclCommGetAsyncError", label);
+  if (async != ncclSuccess && async != ncclInProgress) nccl_check(async, n->comm, "an earlier collective", label);
 }
 
-/* 1 when the oldest pending collective has completed (and is dropped), 0 when there is
- * none or it is still running (and is checked against the deadline). */
-static int poll_oldest(struct nccl_comm *n) {
-  pthread_mutex_lock(&n->lock);
-  struct pending *p = n->head;
-  pthread_mutex_unlock(&n->lock);
-  if (!p) return 0;
-  cudaError_t rc = cudaEventQuery(p->done);
-  if (rc == cudaErrorNotReady) {
-    if (time_now_ms() - p->launched_ms > 1000.0 * comm_timeout()) {
-      ncclCommAbort(n->comm);
-      fsdp_fatal("%s (%s) has not finished after %g s (--comm-timeout): a rank of its group is stopped, dead or "
-                 "cut off from the network; ending the job",
-                 p->label, p->call, comm_timeout());
-    }
-    return 0;
-  }
-  cuda_check(rc, "cudaEventQuery");
-  pthread_mutex_lock(&n->lock);
-  n->head = p->next;
-  if (!n->head) n->tail = NULL;
-  pthread_mutex_unlock(&n->lock);
-  cuda_check(cudaEventDestroy(p->done), "cudaEventDestroy");
-  free(p);
-  return 1;
-}
-
-static void *watch_nccl(void *arg) {
-  struct nccl_comm *n = arg;
-  cuda_check(cudaSetDevice(n->ordinal), "cudaSetDevice");
-  for (;;) {
-    while (poll_oldest(n)) continue;
-    ncclResult_t async = ncclSuccess;
-    nccl_check(ncclCommGetAsyncError(n->comm, &async), n->comm, "ncclCommGetAsyncError", "nccl watchdog");
-    if (async != ncclSuccess && async != ncclInProgress) {
-      ncclCommAbort(n->comm);
-      nccl_check(async, NULL, "a collective", "nccl watchdog");
-    }
-    pthread_mutex_lock(&n->lock);
-    int done = n->stopping && !n->head;
-    pthread_mutex_unlock(&n->lock);
-    if (done) return NULL;
-    struct timespec pause = {0, 10 * 1000 * 1000}; /* 10 ms: deadlines are seconds away */
-    nanosleep(&pause, NULL);
-  }
-}
-
-/* Hands the collective just enqueued on stream to the watchdog. */
-static void watch(struct nccl_comm *n, cudaStream_t stream, const struct collective *c, const char *call) {
-  struct pending *p = fsdp_xcalloc(1, sizeof *p);
-  cuda_check(cudaEventCreateWithFlags(&p->done, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-  cuda_check(cudaEventRecord(p->done, stream), "cudaEventRecord");
-  p->launched_ms = time_now_ms();
-  p->call = call;
-  snprintf(p->label, sizeof p->label, "%s", c->label);
-  pthread_mutex_lock(&n->lock);
-  if (n->tail)
-    n->tail->next = p;
-  else
-    n->head = p;
-  n->tail = p;
-  pthread_mutex_unlock(&n->lock);
-}
-
-struct nccl_comm *nccl_open(struct comm_group *g, int ordinal) {
+struct nccl_comm *nccl_open(struct comm_group *g, struct stream *s) {
+  int ordinal = 0;
+  cudaError_t rc = cudaStreamGetDevice((cudaStream_t)stream_native_handle(s), &ordinal);
+  if (rc != cudaSuccess) fsdp_fatal("cuda: cudaStreamGetDevice failed: %s", cudaGetErrorString(rc));
   ncclUniqueId id;
   if (g->rank == 0) nccl_check(ncclGetUniqueId(&id), NULL, "ncclGetUniqueId", "comm");
-  /* Over the group's communicator, bounded by the watchdog; once every rank has the
-   * id, ncclCommInitRank (which waits for all of them without a bound) finds them there. */
+  /* Over the group's communicator (an MPI wait, under the watchdog); ncclCommInitRank,
+   * which waits for every rank of the group, is bounded by the watchdog too. */
   comm_broadcast(g, &id, sizeof id, 0);
-  cudaError_t rc = cudaSetDevice(ordinal);
+  rc = cudaSetDevice(ordinal);
   if (rc != cudaSuccess) fsdp_fatal("cuda: cudaSetDevice(%d) failed: %s", ordinal, cudaGetErrorString(rc));
   struct nccl_comm *n = fsdp_xcalloc(1, sizeof *n);
-  n->ordinal = ordinal;
+  struct watch_op *setup = watch_launch("opening an NCCL communicator", "ncclCommInitRank");
   nccl_check(ncclCommInitRank(&n->comm, g->size, id, g->rank), NULL, "ncclCommInitRank", "comm");
-  pthread_mutex_init(&n->lock, NULL);
-  if (pthread_create(&n->watchdog, NULL, watch_nccl, n) != 0) fsdp_fatal("nccl: pthread_create failed");
+  watch_finish(setup);
+  n->completed = stream_word_create(stream_device(s));
   return n;
 }
 
@@ -157,33 +87,34 @@ static ncclRedOp_t nccl_op(const struct collective *c) {
 }
 
 void nccl_launch(struct nccl_comm *n, struct stream *s, const struct collective *c) {
+  check_async_error(n, c->label);
   cudaStream_t stream = stream_native_handle(s);
   ncclDataType_t type = nccl_type(c->dtype);
-  const char *call = "ncclAllGather";
+  static const char *const CALLS[] = {[ALL_GATHER] = "ncclAllGather", [REDUCE_SCATTER] = "ncclReduceScatter",
+                                      [ALL_REDUCE] = "ncclAllReduce"};
+  const char *call = CALLS[c->kind];
+  /* Watched from before the call, which may itself block. */
+  watch_launch_on_stream(c->label, call, n->completed, ++n->launched);
   switch (c->kind) {
     case ALL_GATHER:
       nccl_check(ncclAllGather(c->send, c->recv, c->count, type, n->comm, stream), n->comm, call, c->label);
       break;
     case REDUCE_SCATTER:
-      call = "ncclReduceScatter";
       nccl_check(ncclReduceScatter(c->send, c->recv, c->count, type, nccl_op(c), n->comm, stream), n->comm, call,
                  c->label);
       break;
     case ALL_REDUCE:
-      call = "ncclAllReduce";
       nccl_check(ncclAllReduce(c->recv, c->recv, c->count, type, nccl_op(c), n->comm, stream), n->comm, call,
                  c->label);
       break;
   }
-  watch(n, stream, c, call);
+  stream_write_word(s, n->completed, n->launched);
 }
 
 void nccl_close(struct nccl_comm *n) {
-  pthread_mutex_lock(&n->lock);
-  n->stopping = 1; /* the watchdog sees the collectives launched through, then returns */
-  pthread_mutex_unlock(&n->lock);
-  pthread_join(n->watchdog, NULL);
-  pthread_mutex_destroy(&n->lock);
+  watch_forget(n->completed); /* waits for the collectives launched */
+  check_async_error(n, "comm_group_free");
   nccl_check(ncclCommDestroy(n->comm), NULL, "ncclCommDestroy", "comm_group_free");
+  stream_word_destroy(n->completed);
   free(n);
 }
