@@ -1,6 +1,7 @@
 #include "cpu.h"
 
-/* fp32 on the CPU: 16-bit parameters are computed on from their rounded fp32 values. */
+/* The layer kernels take fp32, bf16 and fp16 (typed.h); a training step still computes
+ * in fp32 on the CPU, from the 16-bit parameters' rounded values. */
 static enum dtype cpu_compute_dtype(enum dtype param_dtype) {
   (void)param_dtype;
   return DTYPE_F32;
@@ -15,7 +16,7 @@ static size_t cpu_no_scratch(size_t n) {
 const struct nn_backend NN_CPU = {
     .name = "cpu",
     .compute_dtype = cpu_compute_dtype,
-    .computes_in = 1u << DTYPE_F32,
+    .computes_in = 1u << DTYPE_F32 | 1u << DTYPE_BF16 | 1u << DTYPE_F16,
     .attention_backward_scratch = cpu_attention_backward_scratch,
     .sum_scratch = cpu_no_scratch,
     .encoder_forward = cpu_encoder_forward,
