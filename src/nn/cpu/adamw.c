@@ -27,7 +27,8 @@ static void adamw_scalar(float *param, const float *grad, float *m, float *v, si
 
 __attribute__((target("avx512f"))) static void adamw_avx512(float *param, const float *grad, float *m, float *v,
                                                             size_t n, const struct nn_adamw *h) {
-  __m512 decay = _mm512_set1_ps(1.0f - h->lr * h->weight_decay), step_size = _mm512_set1_ps(h->lr / h->bias_correction1);
+  __m512 decay = _mm512_set1_ps(1.0f - h->lr * h->weight_decay);
+  __m512 step_size = _mm512_set1_ps(h->lr / h->bias_correction1);
   __m512 b1 = _mm512_set1_ps(h->beta1), b2 = _mm512_set1_ps(h->beta2);
   __m512 rest1 = _mm512_set1_ps(1.0f - h->beta1), rest2 = _mm512_set1_ps(1.0f - h->beta2);
   __m512 bc2 = _mm512_set1_ps(h->bias_correction2_sqrt), eps = _mm512_set1_ps(h->eps);

@@ -13,10 +13,10 @@ void elementwise(elementwise_body body, size_t n, int count, const struct elemen
     for (int k = 0; k < count; k++) {
       const struct elementwise_operand *o = &operands[k];
       float *own = scratch_at(buf, (size_t)k * SPAN_CHUNK);
-      spans[k] = o->use == OPERAND_WRITE ? span_out(o->t, first, own) : span_inout(o->t, first, m, own);
+      spans[k] = o->use == SPAN_WRITE ? span_out(o->t, first, own) : span_inout(o->t, first, m, own);
     }
     body(spans, (int)m);
     for (int k = 0; k < count; k++)
-      if (operands[k].use != OPERAND_READ) span_store(operands[k].t, first, m, spans[k]);
+      if (operands[k].use != SPAN_READ) span_store(operands[k].t, first, m, spans[k]);
   }
 }

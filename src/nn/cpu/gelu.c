@@ -42,12 +42,12 @@ static void gelu_backward(float *const *s, int n) {
 
 void cpu_gelu_forward(void *p) {
   const struct gelu_args *a = p;
-  struct elementwise_operand operands[] = {{a->out, OPERAND_WRITE}, {a->inp, OPERAND_READ}};
+  struct elementwise_operand operands[] = {{a->out, SPAN_WRITE}, {a->inp, SPAN_READ}};
   elementwise(gelu_forward, tensor_numel(&a->inp), 2, operands);
 }
 
 void cpu_gelu_backward(void *p) {
   const struct gelu_backward_args *a = p;
-  struct elementwise_operand operands[] = {{a->dinp, OPERAND_UPDATE}, {a->inp, OPERAND_READ}, {a->dout, OPERAND_READ}};
+  struct elementwise_operand operands[] = {{a->dinp, SPAN_UPDATE}, {a->inp, SPAN_READ}, {a->dout, SPAN_READ}};
   elementwise(gelu_backward, tensor_numel(&a->inp), 3, operands);
 }

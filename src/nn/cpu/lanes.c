@@ -60,7 +60,8 @@ AVX512 void lanes_layernorm_stats(float *mean, float *rstd, const float *x, size
   }
   v = _mm512_div_ps(v, count);
   _mm512_storeu_ps(mean, m);
-  _mm512_storeu_ps(rstd, _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_sqrt_ps(_mm512_add_ps(v, _mm512_set1_ps(eps)))));
+  __m512 root = _mm512_sqrt_ps(_mm512_add_ps(v, _mm512_set1_ps(eps)));
+  _mm512_storeu_ps(rstd, _mm512_div_ps(_mm512_set1_ps(1.0f), root));
 }
 
 AVX512 void lanes_layernorm_backward_means(float *dnorm_mean, float *dnorm_norm_mean, const float *d, const float *x,
@@ -91,7 +92,8 @@ AVX512 void lanes_rmsnorm_rstd(float *rstd, const float *x, size_t stride, int C
     for (int j = 0; j < width; j++) ss = _mm512_add_ps(ss, _mm512_mul_ps(col[j], col[j]));
   }
   __m512 mean_square = _mm512_div_ps(ss, _mm512_set1_ps((float)C));
-  _mm512_storeu_ps(rstd, _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_sqrt_ps(_mm512_add_ps(mean_square, _mm512_set1_ps(eps)))));
+  __m512 root = _mm512_sqrt_ps(_mm512_add_ps(mean_square, _mm512_set1_ps(eps)));
+  _mm512_storeu_ps(rstd, _mm512_div_ps(_mm512_set1_ps(1.0f), root));
 }
 
 AVX512 void lanes_rmsnorm_backward_mean(float *dnorm_norm_mean, const float *d, const float *x, size_t stride,

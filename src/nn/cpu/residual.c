@@ -11,6 +11,6 @@ static void residual_forward(float *const *s, int n) {
 
 void cpu_residual_forward(void *p) {
   const struct residual_args *a = p;
-  struct elementwise_operand operands[] = {{a->out, OPERAND_WRITE}, {a->a, OPERAND_READ}, {a->b, OPERAND_READ}};
+  struct elementwise_operand operands[] = {{a->out, SPAN_WRITE}, {a->a, SPAN_READ}, {a->b, SPAN_READ}};
   elementwise(residual_forward, tensor_numel(&a->out), 3, operands);
 }

@@ -36,14 +36,14 @@ static void swiglu_backward(float *const *s, int n) {
 
 void cpu_swiglu_forward(void *p) {
   const struct swiglu_args *a = p;
-  struct elementwise_operand operands[] = {{a->out, OPERAND_WRITE}, {a->gate, OPERAND_READ}, {a->up, OPERAND_READ}};
+  struct elementwise_operand operands[] = {{a->out, SPAN_WRITE}, {a->gate, SPAN_READ}, {a->up, SPAN_READ}};
   elementwise(swiglu_forward, tensor_numel(&a->gate), 3, operands);
 }
 
 void cpu_swiglu_backward(void *p) {
   const struct swiglu_backward_args *a = p;
-  struct elementwise_operand operands[] = {{a->dgate, OPERAND_UPDATE}, {a->dup, OPERAND_UPDATE},
-                                           {a->dout, OPERAND_READ},    {a->gate, OPERAND_READ},
-                                           {a->up, OPERAND_READ}};
+  struct elementwise_operand operands[] = {{a->dgate, SPAN_UPDATE}, {a->dup, SPAN_UPDATE},
+                                           {a->dout, SPAN_READ},    {a->gate, SPAN_READ},
+                                           {a->up, SPAN_READ}};
   elementwise(swiglu_backward, tensor_numel(&a->gate), 5, operands);
 }

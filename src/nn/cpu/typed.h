@@ -11,7 +11,6 @@
 #define FSDP_NN_CPU_TYPED_H
 
 #include <stdint.h>
-#include <string.h>
 
 #include "cpu.h"
 
@@ -27,9 +26,6 @@ static inline float *span_scratch(enum dtype d, size_t floats) {
 
 /* Floats [at, ...) of a span_scratch buffer (NULL for an fp32 op's, which has none). */
 static inline float *scratch_at(float *buf, size_t at) { return buf ? buf + at : NULL; }
-
-/* Element i of t, in t's dtype. */
-static inline void *element(struct tensor t, size_t i) { return (char *)t.data + i * dtype_size(t.dtype); }
 
 /* Elements [first, first + n) of t as fp32: t's own floats, or widened into buf. */
 static inline const float *span_in(struct tensor t, size_t first, size_t n, float *buf) {
@@ -55,45 +51,33 @@ static inline void span_store(struct tensor t, size_t first, size_t n, const flo
   if (t.dtype != DTYPE_F32) dtype_pack(t.dtype, span, (uint16_t *)t.data + first, n);
 }
 
-/* rows rows of cols elements of t, the first at element first and each stride elements
- * after the one before, widened (or copied) into buf, rows * cols contiguous floats: a
+/* rows rows of cols elements of a 16-bit t, the first at element first and each stride
+ * elements after the one before, widened into buf, rows * cols contiguous floats: a
  * head's slice of an activation, for the products, which take fp32. */
 static inline void rows_in(struct tensor t, size_t first, int rows, int cols, size_t stride, float *buf) {
-  for (int r = 0; r < rows; r++) {
-    size_t at = first + (size_t)r * stride;
-    float *row = buf + (size_t)r * cols;
-    if (t.dtype == DTYPE_F32)
-      memcpy(row, (const float *)t.data + at, (size_t)cols * sizeof *row);
-    else
-      dtype_unpack(t.dtype, (const uint16_t *)t.data + at, row, (size_t)cols);
-  }
+  for (int r = 0; r < rows; r++)
+    dtype_unpack(t.dtype, (const uint16_t *)t.data + first + (size_t)r * stride, buf + (size_t)r * cols, (size_t)cols);
 }
 
-/* The reverse of rows_in: buf's rows stored into t, rounded once to its dtype. */
+/* The reverse of rows_in: buf's rows stored into t, rounded once. */
 static inline void rows_store(struct tensor t, size_t first, int rows, int cols, size_t stride, const float *buf) {
-  for (int r = 0; r < rows; r++) {
-    size_t at = first + (size_t)r * stride;
-    const float *row = buf + (size_t)r * cols;
-    if (t.dtype == DTYPE_F32)
-      memcpy((float *)t.data + at, row, (size_t)cols * sizeof *row);
-    else
-      dtype_pack(t.dtype, row, (uint16_t *)t.data + at, (size_t)cols);
-  }
+  for (int r = 0; r < rows; r++)
+    dtype_pack(t.dtype, buf + (size_t)r * cols, (uint16_t *)t.data + first + (size_t)r * stride, (size_t)cols);
 }
 
 /* An elementwise op: its body computes n elements from its operands' fp32 spans, given in
  * the order of the operands (elementwise.c runs it over chunks on the OpenMP threads). */
 typedef void (*elementwise_body)(float *const *spans, int n);
 
-enum operand_use {
-  OPERAND_READ,   /* an input */
-  OPERAND_WRITE,  /* an output */
-  OPERAND_UPDATE, /* an output the body adds to (a gradient) */
+enum span_use {
+  SPAN_READ,   /* an input */
+  SPAN_WRITE,  /* an output */
+  SPAN_UPDATE, /* an output the body adds to (a gradient) */
 };
 
 struct elementwise_operand {
   struct tensor t; /* of n elements or more, each op's operands the same dtype */
-  enum operand_use use;
+  enum span_use use;
 };
 
 enum { ELEMENTWISE_MAX_OPERANDS = 5 };
