@@ -20,42 +20,36 @@ static void encoder_forward(struct tensor out, const int *inp, struct tensor wte
   }
 }
 
-/* A position of the batch and its token: sorted by token, then position, the positions
- * of each token are a run, in order. */
-struct occurrence {
-  int token, position;
-};
-
-static int by_token_then_position(const void *a, const void *b) {
-  const struct occurrence *x = a, *y = b;
-  if (x->token != y->token) return x->token < y->token ? -1 : 1;
-  return (x->position > y->position) - (x->position < y->position);
-}
-
-/* dwte[inp[b,t],:] += dout[b,t,:]. A token may repeat: the task of its first position
- * adds all its rows of dout, in the order of the positions, and stores its row of dwte
- * once; so a 16-bit dwte is rounded once, and every sum is the one a serial loop over
- * the positions forms. */
+/* dwte[inp[b,t],:] += dout[b,t,:]. A token may repeat: its positions are grouped (a
+ * counting sort over the V tokens keeps each group in position order), and the task of
+ * a token adds all its rows of dout in that order and stores its row of dwte once; so a
+ * 16-bit dwte is rounded once, and every sum is the one a serial loop over the positions
+ * forms. */
 static void encoder_backward_wte(struct tensor dwte, struct tensor dout, const int *inp, int N, int C) {
-  struct occurrence *occ = fsdp_xmalloc((size_t)N * sizeof *occ);
-  for (int i = 0; i < N; i++) occ[i] = (struct occurrence){inp[i], i};
-  qsort(occ, (size_t)N, sizeof *occ, by_token_then_position);
+  int V = dim(dwte, 0);
+  int *end = fsdp_xcalloc((size_t)V + 1, sizeof *end), *order = fsdp_xmalloc((size_t)N * sizeof *order);
+  for (int i = 0; i < N; i++) end[inp[i] + 1]++;
+  for (int v = 0; v < V; v++) end[v + 1] += end[v];
+  /* end[v] starts as token v's first slot and ends one past its last. */
+  for (int i = 0; i < N; i++) order[end[inp[i]]++] = i;
 #pragma omp parallel
   {
     float *buf = span_scratch(dwte.dtype, 2 * (size_t)C);
-#pragma omp for schedule(dynamic, 16)
-    for (int i = 0; i < N; i++) {
-      if (i > 0 && occ[i - 1].token == occ[i].token) continue;
-      size_t row = (size_t)occ[i].token * C;
+#pragma omp for schedule(dynamic, 64)
+    for (int v = 0; v < V; v++) {
+      int first = v ? end[v - 1] : 0;
+      if (first == end[v]) continue;
+      size_t row = (size_t)v * C;
       float *acc = span_inout(dwte, row, (size_t)C, buf);
-      for (int j = i; j < N && occ[j].token == occ[i].token; j++) {
-        const float *d = span_in(dout, (size_t)occ[j].position * C, (size_t)C, scratch_at(buf, (size_t)C));
+      for (int j = first; j < end[v]; j++) {
+        const float *d = span_in(dout, (size_t)order[j] * C, (size_t)C, scratch_at(buf, (size_t)C));
         for (int c = 0; c < C; c++) acc[c] += d[c];
       }
       span_store(dwte, row, (size_t)C, acc);
     }
   }
-  free(occ);
+  free(end);
+  free(order);
 }
 
 /* dwpe[t,:] += sum_b dout[b,t,:], b in order. */

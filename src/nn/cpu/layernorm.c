@@ -112,7 +112,8 @@ static void layernorm_backward_input(struct tensor dinp, struct tensor dout, str
 }
 
 /* dbias += sum_rows dout, dweight += sum_rows dout * norm: each column's sum runs over
- * the rows in order, from the gradient's value, and is stored once. */
+ * the rows in order, from the gradient's value, in a local block (the compiler keeps it
+ * in registers: no store per row) and is stored once. */
 static void layernorm_backward_params(struct tensor dweight, struct tensor dbias, struct tensor dout,
                                       struct tensor inp, const float *mean, const float *rstd, int N, int C) {
   int nblocks = (C + LN_COL_BLOCK - 1) / LN_COL_BLOCK;
@@ -120,21 +121,22 @@ static void layernorm_backward_params(struct tensor dweight, struct tensor dbias
   for (int blk = 0; blk < nblocks; blk++) {
     int c0 = blk * LN_COL_BLOCK;
     int width = c0 + LN_COL_BLOCK < C ? LN_COL_BLOCK : C - c0;
-    float *buf = span_scratch(inp.dtype, 4 * LN_COL_BLOCK);
-    float *dw = dweight.data ? span_inout(dweight, (size_t)c0, (size_t)width, buf) : NULL;
-    float *db = dbias.data ? span_inout(dbias, (size_t)c0, (size_t)width, scratch_at(buf, LN_COL_BLOCK)) : NULL;
+    float *buf = span_scratch(inp.dtype, 2 * LN_COL_BLOCK);
+    float dw[LN_COL_BLOCK] = {0}, db[LN_COL_BLOCK] = {0};
+    if (dweight.data) span_get(dweight, (size_t)c0, (size_t)width, dw);
+    if (dbias.data) span_get(dbias, (size_t)c0, (size_t)width, db);
     for (int i = 0; i < N; i++) {
       size_t at = (size_t)i * C + c0;
-      const float *x = span_in(inp, at, (size_t)width, scratch_at(buf, 2 * LN_COL_BLOCK));
-      const float *d = span_in(dout, at, (size_t)width, scratch_at(buf, 3 * LN_COL_BLOCK));
+      const float *x = span_in(inp, at, (size_t)width, buf);
+      const float *d = span_in(dout, at, (size_t)width, scratch_at(buf, LN_COL_BLOCK));
       float m = mean[i], s = rstd[i];
       for (int c = 0; c < width; c++) {
-        if (db) db[c] += d[c];
-        if (dw) dw[c] += d[c] * (x[c] - m) * s;
+        db[c] += d[c];
+        dw[c] += d[c] * (x[c] - m) * s;
       }
     }
-    if (dw) span_store(dweight, (size_t)c0, (size_t)width, dw);
-    if (db) span_store(dbias, (size_t)c0, (size_t)width, db);
+    if (dweight.data) span_put(dweight, (size_t)c0, (size_t)width, dw);
+    if (dbias.data) span_put(dbias, (size_t)c0, (size_t)width, db);
   }
 }
 

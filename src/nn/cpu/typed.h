@@ -11,6 +11,7 @@
 #define FSDP_NN_CPU_TYPED_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "cpu.h"
 
@@ -51,18 +52,32 @@ static inline void span_store(struct tensor t, size_t first, size_t n, const flo
   if (t.dtype != DTYPE_F32) dtype_pack(t.dtype, span, (uint16_t *)t.data + first, n);
 }
 
-/* rows rows of cols elements of a 16-bit t, the first at element first and each stride
- * elements after the one before, widened into buf, rows * cols contiguous floats: a
- * head's slice of an activation, for the products, which take fp32. */
-static inline void rows_in(struct tensor t, size_t first, int rows, int cols, size_t stride, float *buf) {
-  for (int r = 0; r < rows; r++)
-    dtype_unpack(t.dtype, (const uint16_t *)t.data + first + (size_t)r * stride, buf + (size_t)r * cols, (size_t)cols);
+/* Elements [first, first + n) of t copied, or widened, into dst. */
+static inline void span_get(struct tensor t, size_t first, size_t n, float *dst) {
+  if (t.dtype == DTYPE_F32)
+    memcpy(dst, (const float *)t.data + first, n * sizeof *dst);
+  else
+    dtype_unpack(t.dtype, (const uint16_t *)t.data + first, dst, n);
 }
 
-/* The reverse of rows_in: buf's rows stored into t, rounded once. */
+/* n floats from src into elements [first, first + n) of t, rounded once if 16-bit. */
+static inline void span_put(struct tensor t, size_t first, size_t n, const float *src) {
+  if (t.dtype == DTYPE_F32)
+    memcpy((float *)t.data + first, src, n * sizeof *src);
+  else
+    dtype_pack(t.dtype, src, (uint16_t *)t.data + first, n);
+}
+
+/* rows rows of cols elements of t, the first at element first and each stride elements
+ * after the one before, into buf, rows * cols contiguous floats: a head's slice of an
+ * activation, for the products, which take fp32. */
+static inline void rows_in(struct tensor t, size_t first, int rows, int cols, size_t stride, float *buf) {
+  for (int r = 0; r < rows; r++) span_get(t, first + (size_t)r * stride, (size_t)cols, buf + (size_t)r * cols);
+}
+
+/* The reverse of rows_in: buf's rows stored into t, rounded once if 16-bit. */
 static inline void rows_store(struct tensor t, size_t first, int rows, int cols, size_t stride, const float *buf) {
-  for (int r = 0; r < rows; r++)
-    dtype_pack(t.dtype, buf + (size_t)r * cols, (uint16_t *)t.data + first + (size_t)r * stride, (size_t)cols);
+  for (int r = 0; r < rows; r++) span_put(t, first + (size_t)r * stride, (size_t)cols, buf + (size_t)r * cols);
 }
 
 /* An elementwise op: its body computes n elements from its operands' fp32 spans, given in
