@@ -79,8 +79,8 @@ static void rope_backward_row(float *dx, const float *d, const float *cs, int H,
   }
 }
 
-/* Runs row (forward or backward) over the B * T rows of H * hd elements: out (written,
- * or added to by the backward) from in and the table's row t. */
+/* The rotation of in into out, or (backward) its transpose added to out, over the B * T
+ * rows of H * hd elements, row (b, t) by the table's row t. */
 static void rope_rows(struct tensor out, struct tensor in, struct tensor table, int B, int T, int H, int hd,
                       int backward) {
   size_t width = (size_t)H * hd;
