@@ -6,20 +6,22 @@
  *   exact:   the 16-bit output is the fp32 output rounded to the dtype, to the bit (NaN
  *            payloads too): the 16-bit kernel ran the fp32 kernel's operations in the
  *            same order, on the same values (encoder, norms, residual, RoPE, the
- *            cross-entropy's backward, the fp32 statistics and losses);
+ *            cross-entropy's backward, the norms' fp32 statistics);
  *   rounded: |16-bit - fp32| <= u |fp32| + 1e-5 (|fp32| + rms) + tiny, with u the
  *            dtype's unit roundoff (2^-8 bf16, 2^-11 fp16) for the one rounding, rms the
  *            fp32 output's root mean square, tiny fp16's half smallest subnormal (2^-25):
  *            the fp32 sums may differ in the last bits where glibc's vector and scalar
  *            expf and tanhf meet at other elements (the chunks of a 16-bit op sit
  *            elsewhere in memory) and where OpenBLAS's products see other strides
- *            (attention's heads are widened into contiguous rows).
+ *            (attention's heads are widened into contiguous rows): GELU, SwiGLU, the
+ *            softmax cross-entropy (its fp32 losses within 1e-6) and the attentions.
  * Each check prints how many outputs differ from the fp32 result rounded and the
  * largest error in units of u. The gradients start from random values, so that every
  * backward is seen to accumulate, in fp32, rounding once. Then values the conversions
  * treat specially (NaNs with payloads, infinities, subnormals, fp16's overflow) go
- * through the kernels. Last, the kernels with an AVX-512 path (the norms' row sums, AdamW)
- * must give the same bits on their scalar path (fsdp/simd.h), in every dtype. */
+ * through the kernels, and a 16-bit matmul (fp32 only for now) must be refused. Last, the
+ * kernels with an AVX-512 path (the norms' row sums, AdamW) must give the same bits on
+ * their scalar path (fsdp/simd.h), in every dtype. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
