@@ -3,7 +3,9 @@
  * writes inputs and results to a file for dtype_check.py, which recomputes every
  * conversion with PyTorch. The inputs are fp32 bit patterns: every rounding boundary of
  * both 16-bit formats (each representable value, and the midpoint to the next one with
- * its two fp32 neighbours), special values, and random patterns over all exponents. */
+ * its two fp32 neighbours), special values, and random patterns over all exponents.
+ * fp16's AVX-512 conversions (fsdp/simd.h) must give the scalar loops' bits on every
+ * fp32 pattern and every 16-bit one. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include "fsdp/error.h"
 #include "fsdp/log.h"
 #include "fsdp/rng.h"
+#include "fsdp/simd.h"
 #include "tensor_file.h"
 
 static const uint64_t SEED = 4321;
@@ -198,6 +201,43 @@ static void check_in_place(enum dtype d, const uint32_t *inputs, size_t n) {
   free(src), free(buf), free(packed), free(unpacked), free(values);
 }
 
+/* fp16, the format with an AVX-512 path: dtype_pack on all 2^32 fp32 patterns and
+ * dtype_unpack on all 2^16 fp16 ones, on that path and the scalar one, give the same bits
+ * (dtype_round is the two in turn). Under a sanitizer, which makes the loops a hundred
+ * times slower, the fp32 patterns are those of every 257th upper half (all exponents). */
+static void check_simd_paths(void) {
+  enum { CHUNK = 1 << 16 };
+  if (simd_isa() < SIMD_AVX512) {
+    fsdp_log_info("dtype_test: this CPU has no AVX-512; the conversions have their scalar path only");
+    return;
+  }
+  const char *sanitizer = getenv("FSDP_SANITIZER");
+  uint32_t stride = sanitizer && *sanitizer ? 257 : 1;
+  float *x = fsdp_xmalloc(CHUNK * sizeof *x), *wide[2];
+  uint16_t *narrow_by[2], all[CHUNK];
+  for (int p = 0; p < 2; p++)
+    wide[p] = fsdp_xmalloc(CHUNK * sizeof(float)), narrow_by[p] = fsdp_xmalloc(CHUNK * sizeof(uint16_t));
+  for (uint32_t h = 0; h < CHUNK; h++) all[h] = (uint16_t)h;
+  for (uint32_t high = 0; high < CHUNK; high += stride) {
+    for (uint32_t low = 0; low < CHUNK; low++) x[low] = float_of(high << 16 | low);
+    for (int p = 0; p < 2; p++) {
+      simd_limit(p == 0 ? SIMD_AVX512 : SIMD_SCALAR);
+      dtype_pack(DTYPE_F16, x, narrow_by[p], CHUNK);
+    }
+    if (memcmp(narrow_by[0], narrow_by[1], CHUNK * sizeof(uint16_t)) != 0)
+      fsdp_fatal("dtype_test: fp16: dtype_pack's AVX-512 and scalar paths differ on 0x%04x....", (unsigned)high);
+  }
+  for (int p = 0; p < 2; p++) {
+    simd_limit(p == 0 ? SIMD_AVX512 : SIMD_SCALAR);
+    dtype_unpack(DTYPE_F16, all, wide[p], CHUNK);
+  }
+  if (memcmp(wide[0], wide[1], CHUNK * sizeof(float)) != 0)
+    fsdp_fatal("dtype_test: fp16: dtype_unpack's AVX-512 and scalar paths differ");
+  simd_limit(SIMD_AVX512);
+  for (int p = 0; p < 2; p++) free(wide[p]), free(narrow_by[p]);
+  free(x);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s OUTPUT.bin\n", argv[0]);
@@ -206,6 +246,7 @@ int main(int argc, char **argv) {
   check_names();
   check_known_values();
   check_round_trips();
+  check_simd_paths();
 
   size_t n;
   uint32_t *inputs = test_inputs(&n);
@@ -249,8 +290,8 @@ int main(int argc, char **argv) {
     write_floats(f, name, widened, 65536);
   }
   tensor_file_close(f);
-  fsdp_log_info("dtype_test: names, hand-worked values, all 16-bit round trips and the in-place conversions "
-                "pass; %zu inputs written to %s",
+  fsdp_log_info("dtype_test: names, hand-worked values, all 16-bit round trips, both vector paths on every "
+                "pattern and the in-place conversions pass; %zu inputs written to %s",
                 n, argv[1]);
   free(inputs), free(x), free(rounded), free(narrowed);
   return 0;

@@ -8,7 +8,7 @@ cd "${1:?usage: layering_test.sh SOURCE_DIR}" || exit 2
 header_layer() {
   case $1 in
     background_write.h | crc32c.h | dtype.h | durable_file.h | error.h | file_commit.h | input_file.h | log.h \
-      | output_file.h | rng.h | safetensors.h | tensor.h | timer.h | trace.h) echo core ;;
+      | output_file.h | rng.h | safetensors.h | simd.h | tensor.h | timer.h | trace.h) echo core ;;
     device.h | memory.h | stream.h) echo device ;;
     comm.h) echo comm ;;
     checkpoint.h | flat_param.h | unit.h | runtime.h) echo fsdp ;;

@@ -3,7 +3,7 @@
 #include <omp.h>
 #include <stddef.h>
 
-#include "cpu.h"
+#include "typed.h"
 
 /* As in gelu.c: declaring expf an OpenMP simd function lets the softmax call
  * glibc's vector expf without -ffast-math. */
@@ -20,102 +20,207 @@ static int parallel_heads(void) { return openblas_get_parallel() != 1 || openbla
 
 /* Where the heads of one call live, so that GPT-2's packed qkv and Llama's separate
  * q, k, v share the kernels: q, k and v are (B, T, heads, hs) views whose positions
- * are qs and kvs floats apart (3C for all three in a packed qkv); NH query heads share
+ * are qs and kvs elements apart (3C for all three in a packed qkv); NH query heads share
  * NKV kv heads, query head h using kv head h / (NH / NKV). out is (B, T, NH * hs). */
 struct head_layout {
   int B, T, NH, NKV, hs, qs, kvs;
 };
 
-/* Where head h of batch b starts in a view whose positions are stride floats apart. */
+/* Where head h of batch b starts in a view whose positions are stride elements apart. */
 static size_t at(const struct head_layout *hl, int stride, int b, int h) {
   return (size_t)b * hl->T * stride + (size_t)h * hl->hs;
 }
 
-/* For each (b, h): att = softmax_causal(q k^T / sqrt(hs)), out = att @ v.
- * The scores are computed straight into att; the sgemm fills the masked upper
- * triangle too, which the softmax overwrites with 0 (cheaper than per-row gemv). */
-static void attention_forward(float *out, float *att, const float *qb, const float *kb, const float *vb,
-                              const struct head_layout *hl) {
+/* ---- A head's products: fp32 matrices whose rows are ld floats apart ---- */
+
+/* s (T, T) = scale * q k^T, q and k (T, hs). It fills the masked upper triangle too,
+ * which the softmax overwrites with 0 (cheaper than a gemv per row). */
+static void head_scores(float *s, const float *q, int ldq, const float *k, int ldk, int T, int hs, float scale) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, ldq, k, ldk, 0.0f, s, T);
+}
+
+/* o (T, hs) = p (T, T) @ v (T, hs). */
+static void head_values(float *o, int ldo, const float *p, const float *v, int ldv, int T, int hs) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, p, T, v, ldv, 0.0f, o, ldo);
+}
+
+/* dv += p^T d. */
+static void head_values_grad(float *dv, int lddv, const float *p, const float *d, int ldd, int T, int hs) {
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, p, T, d, ldd, 1.0f, dv, lddv);
+}
+
+/* dp (T, T) = d v^T. */
+static void head_weights_grad(float *dp, const float *d, int ldd, const float *v, int ldv, int T, int hs) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, d, ldd, v, ldv, 0.0f, dp, T);
+}
+
+/* dq += scale * ds k. */
+static void head_queries_grad(float *dq, int lddq, const float *ds, const float *k, int ldk, int T, int hs,
+                              float scale) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, scale, ds, T, k, ldk, 1.0f, dq, lddq);
+}
+
+/* dk += scale * ds^T q. */
+static void head_keys_grad(float *dk, int lddk, const float *ds, const float *q, int ldq, int T, int hs, float scale) {
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, scale, ds, T, q, ldq, 1.0f, dk, lddk);
+}
+
+/* ---- The softmax between them ---- */
+
+/* Each row t of a (T, T) in place: softmax over s <= t, 0 after. */
+static void causal_softmax(float *a, int T) {
+  for (int t = 0; t < T; t++) {
+    float *row = a + (size_t)t * T;
+    float maxval = -INFINITY;
+#pragma omp simd reduction(max : maxval)
+    for (int s = 0; s <= t; s++) maxval = row[s] > maxval ? row[s] : maxval;
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int s = 0; s <= t; s++) {
+      row[s] = expf(row[s] - maxval);
+      sum += row[s];
+    }
+    float inv = 1.0f / sum;
+    for (int s = 0; s <= t; s++) row[s] *= inv;
+    for (int s = t + 1; s < T; s++) row[s] = 0.0f;
+  }
+}
+
+/* The softmax's Jacobian applied to datt (T, T) in place, with att the softmax:
+ * dpreatt = att * (datt - rowsum(att * datt)), 0 where masked. */
+static void causal_softmax_backward(float *datt, const float *att, int T) {
+  for (int t = 0; t < T; t++) {
+    const float *arow = att + (size_t)t * T;
+    float *row = datt + (size_t)t * T;
+    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+    for (int s = 0; s <= t; s++) dot += arow[s] * row[s];
+    for (int s = 0; s <= t; s++) row[s] = arow[s] * (row[s] - dot);
+    for (int s = t + 1; s < T; s++) row[s] = 0.0f;
+  }
+}
+
+/* ---- One head ---- */
+
+/* A (b, h)'s fp32 operands, each matrix with the distance between its rows. */
+struct head {
+  const float *q, *k, *v;
+  int ldq, ldkv;
+  float *att; /* (T, T) */
+  float *out;
+  int ldo;
+};
+
+/* att = softmax_causal(q k^T / sqrt(hs)), out = att @ v. */
+static void head_forward(const struct head *x, int T, int hs, float scale) {
+  head_scores(x->att, x->q, x->ldq, x->k, x->ldkv, T, hs, scale);
+  causal_softmax(x->att, T);
+  head_values(x->out, x->ldo, x->att, x->v, x->ldkv, T, hs);
+}
+
+/* A (b, h)'s fp32 operands in the backward; an absent gradient is NULL. */
+struct head_grad {
+  const float *q, *k, *v, *att, *dout;
+  int ldq, ldkv, ldo;
+  float *dq, *dk, *dv;
+};
+
+/* dv += att^T dout; datt = dout v^T; dpreatt = softmax backward of datt;
+ * dq += dpreatt k / sqrt(hs); dk += dpreatt^T q / sqrt(hs). dpre: (T, T) scratch. */
+static void head_backward(const struct head_grad *x, float *dpre, int T, int hs, float scale) {
+  if (x->dv) head_values_grad(x->dv, x->ldkv, x->att, x->dout, x->ldo, T, hs);
+  if (!x->dq && !x->dk) return;
+  head_weights_grad(dpre, x->dout, x->ldo, x->v, x->ldkv, T, hs);
+  causal_softmax_backward(dpre, x->att, T);
+  if (x->dq) head_queries_grad(x->dq, x->ldq, dpre, x->k, x->ldkv, T, hs, scale);
+  if (x->dk) head_keys_grad(x->dk, x->ldkv, dpre, x->q, x->ldq, T, hs, scale);
+}
+
+/* ---- All heads ---- */
+
+/* An fp32 call computes on its tensors in place. A 16-bit one widens the head's q, k
+ * and v into the thread's scratch, computes att and out there in fp32 (out from the
+ * fp32 att, as the fp32 kernel does), and stores both rounded once. */
+static void attention_forward(struct tensor out, struct tensor att, struct tensor q, struct tensor k,
+                              struct tensor v, const struct head_layout *hl) {
   int T = hl->T, hs = hl->hs, group = hl->NH / hl->NKV;
   int os = hl->NH * hs;
+  size_t TT = (size_t)T * T, Ths = (size_t)T * hs;
   float scale = 1.0f / sqrtf((float)hs);
 #pragma omp parallel for collapse(2) if (parallel_heads())
   for (int b = 0; b < hl->B; b++) {
     for (int h = 0; h < hl->NH; h++) {
-      const float *q = qb + at(hl, hl->qs, b, h);
-      const float *k = kb + at(hl, hl->kvs, b, h / group);
-      const float *v = vb + at(hl, hl->kvs, b, h / group);
-      float *a = att + ((size_t)b * hl->NH + h) * T * T;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, hl->qs, k, hl->kvs, 0.0f, a, T);
-      for (int t = 0; t < T; t++) {
-        float *row = a + (size_t)t * T;
-        float maxval = -INFINITY;
-#pragma omp simd reduction(max : maxval)
-        for (int s = 0; s <= t; s++) maxval = row[s] > maxval ? row[s] : maxval;
-        float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-        for (int s = 0; s <= t; s++) {
-          row[s] = expf(row[s] - maxval);
-          sum += row[s];
-        }
-        float inv = 1.0f / sum;
-        for (int s = 0; s <= t; s++) row[s] *= inv;
-        for (int s = t + 1; s < T; s++) row[s] = 0.0f;
+      size_t qa = at(hl, hl->qs, b, h), kva = at(hl, hl->kvs, b, h / group), oa = at(hl, os, b, h);
+      size_t aa = ((size_t)b * hl->NH + h) * TT;
+      if (out.dtype == DTYPE_F32) {
+        struct head x = {f32(q) + qa, f32(k) + kva, f32(v) + kva, hl->qs, hl->kvs, f32(att) + aa, f32(out) + oa, os};
+        head_forward(&x, T, hs, scale);
+        continue;
       }
-      float *o = out + at(hl, os, b, h);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, v, hl->kvs, 0.0f, o, os);
+      float *buf = cpu_scratch((TT + 4 * Ths) * sizeof(float));
+      float *qf = buf + TT, *kf = qf + Ths, *vf = kf + Ths, *of = vf + Ths;
+      rows_in(q, qa, T, hs, (size_t)hl->qs, qf);
+      rows_in(k, kva, T, hs, (size_t)hl->kvs, kf);
+      rows_in(v, kva, T, hs, (size_t)hl->kvs, vf);
+      struct head x = {qf, kf, vf, hs, hs, buf, of, hs};
+      head_forward(&x, T, hs, scale);
+      span_store(att, aa, TT, buf);
+      rows_store(out, oa, T, hs, (size_t)os, of);
     }
   }
 }
 
-/* For each (b, h): datt = dout v^T; dv += att^T dout;
- * dpreatt = att * (datt - rowsum(att * datt)) (softmax backward; 0 where masked);
- * dq += dpreatt k / sqrt(hs); dk += dpreatt^T q / sqrt(hs). A task owns a kv head
- * and runs the query heads sharing it one after another, so no two threads add to
- * the same dk or dv. Absent gradients (NULL) are skipped.
- * datt/dpreatt live in one T x T scratch per thread (cpu_attention_backward_scratch). */
+/* The backward's datt/dpreatt, one (T, T) per thread. */
 size_t cpu_attention_backward_scratch(const struct tensor *att) {
   return (size_t)nn_num_threads() * att->shape[2] * att->shape[3] * sizeof(float);
 }
 
-static void attention_backward(float *dqb, float *dkb, float *dvb, const float *dout, const float *qb,
-                               const float *kb, const float *vb, const float *att, float *scratch,
+/* A task owns a kv head and runs the query heads sharing it one after another, so no
+ * two threads add to the same dk or dv. A 16-bit call widens the kv head's k, v, dk and
+ * dv into the thread's scratch, and each query head's q, dq, dout and att, so that every
+ * gradient sums in fp32 over the whole group and is stored rounded once. */
+static void attention_backward(struct tensor dq, struct tensor dk, struct tensor dv, struct tensor dout,
+                               struct tensor q, struct tensor k, struct tensor v, struct tensor att, float *scratch,
                                const struct head_layout *hl) {
   int T = hl->T, hs = hl->hs, group = hl->NH / hl->NKV;
   int os = hl->NH * hs;
+  size_t TT = (size_t)T * T, Ths = (size_t)T * hs;
   float scale = 1.0f / sqrtf((float)hs);
 #pragma omp parallel for collapse(2) if (parallel_heads())
   for (int b = 0; b < hl->B; b++) {
     for (int g = 0; g < hl->NKV; g++) {
-      float *dpre = scratch + (size_t)omp_get_thread_num() * T * T;
-      const float *k = kb + at(hl, hl->kvs, b, g);
-      const float *v = vb + at(hl, hl->kvs, b, g);
-      float *dk = dkb ? dkb + at(hl, hl->kvs, b, g) : NULL;
-      float *dv = dvb ? dvb + at(hl, hl->kvs, b, g) : NULL;
-      for (int h = g * group; h < (g + 1) * group; h++) {
-        const float *q = qb + at(hl, hl->qs, b, h);
-        float *dq = dqb ? dqb + at(hl, hl->qs, b, h) : NULL;
-        const float *a = att + ((size_t)b * hl->NH + h) * T * T;
-        const float *d = dout + at(hl, os, b, h);
-        if (dv)
-          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, d, os, 1.0f, dv, hl->kvs);
-        if (!dq && !dk) continue;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, d, os, v, hl->kvs, 0.0f, dpre, T);
-        for (int t = 0; t < T; t++) {
-          const float *arow = a + (size_t)t * T;
-          float *row = dpre + (size_t)t * T;
-          float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-          for (int s = 0; s <= t; s++) dot += arow[s] * row[s];
-          for (int s = 0; s <= t; s++) row[s] = arow[s] * (row[s] - dot);
-          for (int s = t + 1; s < T; s++) row[s] = 0.0f;
+      float *dpre = scratch + (size_t)omp_get_thread_num() * TT;
+      size_t kva = at(hl, hl->kvs, b, g);
+      if (dout.dtype == DTYPE_F32) {
+        for (int h = g * group; h < (g + 1) * group; h++) {
+          size_t qa = at(hl, hl->qs, b, h), oa = at(hl, os, b, h);
+          struct head_grad x = {f32(q) + qa, f32(k) + kva, f32(v) + kva, f32(att) + ((size_t)b * hl->NH + h) * TT,
+                                f32(dout) + oa, hl->qs, hl->kvs, os, dq.data ? f32(dq) + qa : NULL,
+                                dk.data ? f32(dk) + kva : NULL, dv.data ? f32(dv) + kva : NULL};
+          head_backward(&x, dpre, T, hs, scale);
         }
-        if (dq)
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, scale, dpre, T, k, hl->kvs, 1.0f, dq,
-                      hl->qs);
-        if (dk)
-          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, scale, dpre, T, q, hl->qs, 1.0f, dk, hl->kvs);
+        continue;
       }
+      float *af = cpu_scratch((TT + 7 * Ths) * sizeof(float));
+      float *kf = af + TT, *vf = kf + Ths, *dkf = vf + Ths, *dvf = dkf + Ths, *qf = dvf + Ths, *dqf = qf + Ths;
+      float *df = dqf + Ths;
+      rows_in(k, kva, T, hs, (size_t)hl->kvs, kf);
+      rows_in(v, kva, T, hs, (size_t)hl->kvs, vf);
+      if (dk.data) rows_in(dk, kva, T, hs, (size_t)hl->kvs, dkf);
+      if (dv.data) rows_in(dv, kva, T, hs, (size_t)hl->kvs, dvf);
+      for (int h = g * group; h < (g + 1) * group; h++) {
+        size_t qa = at(hl, hl->qs, b, h), oa = at(hl, os, b, h);
+        rows_in(q, qa, T, hs, (size_t)hl->qs, qf);
+        rows_in(dout, oa, T, hs, (size_t)os, df);
+        const float *a = span_in(att, ((size_t)b * hl->NH + h) * TT, TT, af);
+        if (dq.data) rows_in(dq, qa, T, hs, (size_t)hl->qs, dqf);
+        struct head_grad x = {qf, kf, vf, a, df, hs, hs, hs, dq.data ? dqf : NULL, dk.data ? dkf : NULL,
+                              dv.data ? dvf : NULL};
+        head_backward(&x, dpre, T, hs, scale);
+        if (dq.data) rows_store(dq, qa, T, hs, (size_t)hl->qs, dqf);
+      }
+      if (dk.data) rows_store(dk, kva, T, hs, (size_t)hl->kvs, dkf);
+      if (dv.data) rows_store(dv, kva, T, hs, (size_t)hl->kvs, dvf);
     }
   }
 }
@@ -132,12 +237,19 @@ static struct head_layout gqa_heads(struct tensor q, struct tensor k) {
                               dim(k, 2) * dim(k, 3)};
 }
 
+/* Part i (0: q, 1: k, 2: v) of a packed qkv (B, T, 3C), or of its gradient: a view from
+ * its first element on, whose positions are 3C apart. */
+static struct tensor packed_part(struct tensor qkv, int C, int i) {
+  size_t first = (size_t)i * C;
+  return tensor_slice(&qkv, first, tensor_numel(&qkv) - first);
+}
+
 void cpu_attention_forward(void *p) {
   const struct attention_args *a = p;
   int C = cols(a->out);
   struct head_layout hl = packed_heads(a->att, C);
-  const float *qkv = f32(a->qkv);
-  attention_forward(f32(a->out), f32(a->att), qkv, qkv + C, qkv + 2 * C, &hl);
+  attention_forward(a->out, a->att, packed_part(a->qkv, C, 0), packed_part(a->qkv, C, 1), packed_part(a->qkv, C, 2),
+                    &hl);
 }
 
 void cpu_attention_backward(void *p) {
@@ -145,21 +257,19 @@ void cpu_attention_backward(void *p) {
   if (!a->dqkv.data) return;
   int C = cols(a->dout);
   struct head_layout hl = packed_heads(a->att, C);
-  const float *qkv = f32(a->qkv);
-  float *dqkv = f32(a->dqkv);
-  attention_backward(dqkv, dqkv + C, dqkv + 2 * C, f32(a->dout), qkv, qkv + C, qkv + 2 * C, f32(a->att), a->scratch,
-                     &hl);
+  attention_backward(packed_part(a->dqkv, C, 0), packed_part(a->dqkv, C, 1), packed_part(a->dqkv, C, 2), a->dout,
+                     packed_part(a->qkv, C, 0), packed_part(a->qkv, C, 1), packed_part(a->qkv, C, 2), a->att,
+                     a->scratch, &hl);
 }
 
 void cpu_gqa_attention_forward(void *p) {
   const struct gqa_attention_args *a = p;
   struct head_layout hl = gqa_heads(a->q, a->k);
-  attention_forward(f32(a->out), f32(a->att), f32(a->q), f32(a->k), f32(a->v), &hl);
+  attention_forward(a->out, a->att, a->q, a->k, a->v, &hl);
 }
 
 void cpu_gqa_attention_backward(void *p) {
   const struct gqa_attention_backward_args *a = p;
   struct head_layout hl = gqa_heads(a->q, a->k);
-  attention_backward(f32(a->dq), f32(a->dk), f32(a->dv), f32(a->dout), f32(a->q),
-                     f32(a->k), f32(a->v), f32(a->att), a->scratch, &hl);
+  attention_backward(a->dq, a->dk, a->dv, a->dout, a->q, a->k, a->v, a->att, a->scratch, &hl);
 }

@@ -1,5 +1,6 @@
-/* Private to src/nn/cpu: the CPU kernels (fp32, OpenBLAS, OpenMP) and how they read
- * their tensors. Each kernel takes its op's argument struct (../ops.h). */
+/* Private to src/nn/cpu: the CPU kernels (OpenMP loops, OpenBLAS) and how they read
+ * their tensors: the fp32 ones here, the compute-dtype ones through typed.h. Each kernel
+ * takes its op's argument struct (../ops.h). */
 #ifndef FSDP_NN_CPU_H
 #define FSDP_NN_CPU_H
 
@@ -7,7 +8,9 @@
 #include "fsdp/error.h"
 
 /* A tensor's data as the kernels read it: the op's contract (../contract.c) has checked
- * its dtype and its presence (data NULL: an optional operand that is absent). */
+ * its dtype and its presence (data NULL: an optional operand that is absent). f32 is
+ * for the operands that are fp32 whatever the compute dtype (statistics, losses, the
+ * runtime's buffers). */
 static inline float *f32(struct tensor t) { return t.data; }
 static inline const int *i32(struct tensor t) { return t.data; }
 /* Sizes as the kernels' int loops take them; the model checks they fit (model_family.batch_problem). */
@@ -17,6 +20,10 @@ static inline int cols(struct tensor t) { return (int)tensor_cols(&t); }
 static inline int numel(struct tensor t) { return (int)tensor_numel(&t); }
 
 size_t cpu_attention_backward_scratch(const struct tensor *att);
+
+/* The calling thread's scratch, at least bytes long and 64-byte aligned: kept for the
+ * thread's next request, which may move it (scratch.c). */
+void *cpu_scratch(size_t bytes);
 
 void cpu_encoder_forward(void *args);
 void cpu_encoder_backward(void *args);

@@ -1,7 +1,7 @@
 #include <math.h>
 #include <stddef.h>
 
-#include "cpu.h"
+#include "typed.h"
 
 #define GELU_SCALE 0.7978845608028654f /* sqrt(2 / pi) */
 #define GELU_CUBE 0.044715f
@@ -14,9 +14,11 @@
 float tanhf(float x);
 
 /* out = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3) */
-static void gelu_forward(float *out, const float *inp, int N) {
-#pragma omp parallel for simd
-  for (int i = 0; i < N; i++) {
+static void gelu_forward(float *const *s, int n) {
+  float *out = s[0];
+  const float *inp = s[1];
+#pragma omp simd
+  for (int i = 0; i < n; i++) {
     float x = inp[i];
     float u = GELU_SCALE * (x + GELU_CUBE * x * x * x);
     out[i] = 0.5f * x * (1.0f + tanhf(u));
@@ -24,9 +26,11 @@ static void gelu_forward(float *out, const float *inp, int N) {
 }
 
 /* d out / dx = 0.5 (1 + tanh u) + 0.5 x sech^2(u) sqrt(2/pi) (1 + 3 * 0.044715 x^2) */
-static void gelu_backward(float *dinp, const float *inp, const float *dout, int N) {
-#pragma omp parallel for simd
-  for (int i = 0; i < N; i++) {
+static void gelu_backward(float *const *s, int n) {
+  float *dinp = s[0];
+  const float *inp = s[1], *dout = s[2];
+#pragma omp simd
+  for (int i = 0; i < n; i++) {
     float x = inp[i];
     float u = GELU_SCALE * (x + GELU_CUBE * x * x * x);
     float th = tanhf(u);
@@ -38,10 +42,12 @@ static void gelu_backward(float *dinp, const float *inp, const float *dout, int 
 
 void cpu_gelu_forward(void *p) {
   const struct gelu_args *a = p;
-  gelu_forward(f32(a->out), f32(a->inp), numel(a->inp));
+  struct elementwise_operand operands[] = {{a->out, SPAN_WRITE}, {a->inp, SPAN_READ}};
+  elementwise(gelu_forward, tensor_numel(&a->inp), 2, operands);
 }
 
 void cpu_gelu_backward(void *p) {
   const struct gelu_backward_args *a = p;
-  gelu_backward(f32(a->dinp), f32(a->inp), f32(a->dout), numel(a->inp));
+  struct elementwise_operand operands[] = {{a->dinp, SPAN_UPDATE}, {a->inp, SPAN_READ}, {a->dout, SPAN_READ}};
+  elementwise(gelu_backward, tensor_numel(&a->inp), 3, operands);
 }

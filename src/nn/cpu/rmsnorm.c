@@ -1,68 +1,117 @@
 #include <math.h>
 #include <stddef.h>
 
-#include "cpu.h"
+#include "lanes.h"
+#include "typed.h"
 
-/* Columns per task in the weight gradient, as in layernorm.c: each task owns a block
- * of columns, so threads never share an accumulator. */
+/* Columns per task in the weight gradient, as in layernorm.c: each task owns a block of
+ * columns, so threads never share an accumulator. */
 #define RMS_COL_BLOCK 64
 
-/* rstd = 1 / sqrt(sum(x^2) / C + eps), out = x * rstd * weight. */
-static void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, float eps, int N,
-                            int C) {
-#pragma omp parallel for
-  for (int i = 0; i < N; i++) {
-    const float *x = inp + (size_t)i * C;
-    float ss = 0.0f;
-    for (int c = 0; c < C; c++) ss += x[c] * x[c];
-    float s = 1.0f / sqrtf(ss / C + eps);
-    float *o = out + (size_t)i * C;
-    for (int c = 0; c < C; c++) o[c] = x[c] * s * weight[c];
-    rstd[i] = s;
-  }
+/* rstd = 1 / sqrt(sum(x^2) / C + eps): the scalar twin of lanes_rmsnorm_rstd. */
+static float rmsnorm_rstd(const float *x, float eps, int C) {
+  float ss = 0.0f;
+  for (int c = 0; c < C; c++) ss += x[c] * x[c];
+  return 1.0f / sqrtf(ss / C + eps);
 }
 
-/* With norm = x * rstd and dnorm = dout * weight: dweight += sum_rows dout * norm,
- * dx += rstd * (dnorm - norm * mean(dnorm * norm)) (rstd's own gradient is the second
- * term: there is no mean to subtract, unlike layernorm). */
-static void rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
-                             const float *rstd, int N, int C) {
-  if (dinp) {
-#pragma omp parallel for
-    for (int i = 0; i < N; i++) {
-      const float *x = inp + (size_t)i * C;
-      const float *d = dout + (size_t)i * C;
-      float s = rstd[i];
-      float dnorm_norm_mean = 0.0f;
-      for (int c = 0; c < C; c++) dnorm_norm_mean += d[c] * weight[c] * x[c] * s;
-      dnorm_norm_mean /= C;
-      float *dx = dinp + (size_t)i * C;
-      for (int c = 0; c < C; c++) dx[c] += s * (d[c] * weight[c] - x[c] * s * dnorm_norm_mean);
-    }
-  }
-  if (dweight) {
-    int nblocks = (C + RMS_COL_BLOCK - 1) / RMS_COL_BLOCK;
-#pragma omp parallel for
-    for (int blk = 0; blk < nblocks; blk++) {
-      int c0 = blk * RMS_COL_BLOCK;
-      int c1 = c0 + RMS_COL_BLOCK < C ? c0 + RMS_COL_BLOCK : C;
-      for (int i = 0; i < N; i++) {
-        const float *x = inp + (size_t)i * C;
-        const float *d = dout + (size_t)i * C;
-        float s = rstd[i];
-        for (int c = c0; c < c1; c++) dweight[c] += d[c] * x[c] * s;
+/* A task takes norm_rows_per_task() rows: out = x * rstd * weight. */
+static void rmsnorm_forward(struct tensor out, float *rstd, struct tensor inp, struct tensor weight, float eps, int N,
+                            int C) {
+  int block = norm_rows_per_task(), tasks = (N + block - 1) / block;
+#pragma omp parallel
+  {
+    float *wbuf = cpu_scratch((size_t)(2 + block) * C * sizeof(float));
+    float *obuf = wbuf + C, *xbuf = obuf + C;
+    const float *w = span_in(weight, 0, (size_t)C, wbuf);
+#pragma omp for
+    for (int task = 0; task < tasks; task++) {
+      int i0 = task * block, n = N - i0 < block ? N - i0 : block;
+      const float *x = span_in(inp, (size_t)i0 * C, (size_t)n * C, xbuf);
+      if (n == LANES)
+        lanes_rmsnorm_rstd(rstd + i0, x, (size_t)C, C, eps);
+      else
+        for (int r = 0; r < n; r++) rstd[i0 + r] = rmsnorm_rstd(x + (size_t)r * C, eps, C);
+      for (int r = 0; r < n; r++) {
+        size_t row = (size_t)(i0 + r) * C;
+        const float *xr = x + (size_t)r * C;
+        float *o = span_out(out, row, obuf), s = rstd[i0 + r];
+        for (int c = 0; c < C; c++) o[c] = xr[c] * s * w[c];
+        span_store(out, row, (size_t)C, o);
       }
     }
   }
 }
 
+/* With norm = x * rstd and dnorm = dout * weight: mean(dnorm * norm), the scalar twin of
+ * lanes_rmsnorm_backward_mean. */
+static float rmsnorm_backward_mean(const float *d, const float *x, const float *weight, float s, int C) {
+  float sum = 0.0f;
+  for (int c = 0; c < C; c++) sum += d[c] * weight[c] * x[c] * s;
+  return sum / C;
+}
+
+/* dx += rstd * (dnorm - norm * mean(dnorm * norm)) (rstd's own gradient is the second
+ * term: there is no mean to subtract, unlike layernorm). */
+static void rmsnorm_backward_input(struct tensor dinp, struct tensor dout, struct tensor inp, struct tensor weight,
+                                   const float *rstd, int N, int C) {
+  int block = norm_rows_per_task(), tasks = (N + block - 1) / block;
+#pragma omp parallel
+  {
+    float *wbuf = cpu_scratch((size_t)(2 + 2 * block) * C * sizeof(float));
+    float *dxbuf = wbuf + C, *dbuf = dxbuf + C, *xbuf = dbuf + (size_t)block * C;
+    const float *w = span_in(weight, 0, (size_t)C, wbuf);
+#pragma omp for
+    for (int task = 0; task < tasks; task++) {
+      int i0 = task * block, n = N - i0 < block ? N - i0 : block;
+      const float *d = span_in(dout, (size_t)i0 * C, (size_t)n * C, dbuf);
+      const float *x = span_in(inp, (size_t)i0 * C, (size_t)n * C, xbuf);
+      float dnorm_norm_mean[LANES];
+      if (n == LANES)
+        lanes_rmsnorm_backward_mean(dnorm_norm_mean, d, x, (size_t)C, w, rstd + i0, C);
+      else
+        for (int r = 0; r < n; r++)
+          dnorm_norm_mean[r] = rmsnorm_backward_mean(d + (size_t)r * C, x + (size_t)r * C, w, rstd[i0 + r], C);
+      for (int r = 0; r < n; r++) {
+        size_t row = (size_t)(i0 + r) * C;
+        const float *dr = d + (size_t)r * C, *xr = x + (size_t)r * C;
+        float *dx = span_inout(dinp, row, (size_t)C, dxbuf), s = rstd[i0 + r];
+        for (int c = 0; c < C; c++) dx[c] += s * (dr[c] * w[c] - xr[c] * s * dnorm_norm_mean[r]);
+        span_store(dinp, row, (size_t)C, dx);
+      }
+    }
+  }
+}
+
+/* dweight += sum_rows dout * norm, each column's sum over the rows in order, stored once. */
+static void rmsnorm_backward_weight(struct tensor dweight, struct tensor dout, struct tensor inp, const float *rstd,
+                                    int N, int C) {
+  int nblocks = (C + RMS_COL_BLOCK - 1) / RMS_COL_BLOCK;
+#pragma omp parallel for
+  for (int blk = 0; blk < nblocks; blk++) {
+    int c0 = blk * RMS_COL_BLOCK;
+    int width = c0 + RMS_COL_BLOCK < C ? RMS_COL_BLOCK : C - c0;
+    float *buf = span_scratch(inp.dtype, 3 * RMS_COL_BLOCK);
+    float *dw = span_inout(dweight, (size_t)c0, (size_t)width, buf);
+    for (int i = 0; i < N; i++) {
+      size_t at = (size_t)i * C + c0;
+      const float *x = span_in(inp, at, (size_t)width, scratch_at(buf, RMS_COL_BLOCK));
+      const float *d = span_in(dout, at, (size_t)width, scratch_at(buf, 2 * RMS_COL_BLOCK));
+      float s = rstd[i];
+      for (int c = 0; c < width; c++) dw[c] += d[c] * x[c] * s;
+    }
+    span_store(dweight, (size_t)c0, (size_t)width, dw);
+  }
+}
+
 void cpu_rmsnorm_forward(void *p) {
   const struct rmsnorm_args *a = p;
-  rmsnorm_forward(f32(a->out), f32(a->rstd), f32(a->inp), f32(a->weight), a->eps, rows(a->inp), cols(a->inp));
+  rmsnorm_forward(a->out, f32(a->rstd), a->inp, a->weight, a->eps, rows(a->inp), cols(a->inp));
 }
 
 void cpu_rmsnorm_backward(void *p) {
   const struct rmsnorm_backward_args *a = p;
-  rmsnorm_backward(f32(a->dinp), f32(a->dweight), f32(a->dout), f32(a->inp), f32(a->weight),
-                   f32(a->rstd), rows(a->inp), cols(a->inp));
+  int N = rows(a->inp), C = cols(a->inp);
+  if (a->dinp.data) rmsnorm_backward_input(a->dinp, a->dout, a->inp, a->weight, f32(a->rstd), N, C);
+  if (a->dweight.data) rmsnorm_backward_weight(a->dweight, a->dout, a->inp, f32(a->rstd), N, C);
 }

@@ -1,7 +1,8 @@
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 
-#include "cpu.h"
+#include "typed.h"
 
 #define TWO_PI 6.283185307179586
 
@@ -45,59 +46,86 @@ static void rope_table(float *table, int maxT, int hd, const struct nn_rope *r) 
   }
 }
 
-/* x (B, T, H, hd): each pair (x_i, x_{i+hd/2}) of row (b, t, h) turns by t f_i. Each
- * pair is read before it is written, so out may be inp. */
-static void rope_forward(float *out, const float *inp, const float *table, int B, int T, int H, int hd) {
+/* Row (b, t) of x (B, T, H, hd), its H heads side by side: each pair (x_i, x_{i+hd/2}) of
+ * a head turns by t f_i (cs and sn: the table's row t). Each pair is read before it is
+ * written, so o may be x. */
+static void rope_row(float *o, const float *x, const float *cs, int H, int hd) {
   int half = hd / 2;
-#pragma omp parallel for collapse(2)
-  for (int bt = 0; bt < B * T; bt++) {
-    for (int h = 0; h < H; h++) {
-      const float *cs = table + (size_t)(bt % T) * hd, *sn = cs + half;
-      size_t row = ((size_t)bt * H + h) * hd;
-      const float *x = inp + row;
-      float *o = out + row;
-      for (int i = 0; i < half; i++) {
-        float x1 = x[i], x2 = x[half + i];
-        o[i] = x1 * cs[i] - x2 * sn[i];
-        o[half + i] = x2 * cs[i] + x1 * sn[i];
-      }
+  const float *sn = cs + half;
+  for (int h = 0; h < H; h++) {
+    const float *xh = x + (size_t)h * hd;
+    float *oh = o + (size_t)h * hd;
+    for (int i = 0; i < half; i++) {
+      float x1 = xh[i], x2 = xh[half + i];
+      oh[i] = x1 * cs[i] - x2 * sn[i];
+      oh[half + i] = x2 * cs[i] + x1 * sn[i];
     }
   }
 }
 
 /* The rotation's transpose, by -t f_i: dx_i += d_i cos + d_{i+hd/2} sin,
  * dx_{i+hd/2} += d_{i+hd/2} cos - d_i sin. */
-static void rope_backward(float *dinp, const float *dout, const float *table, int B, int T, int H, int hd) {
+static void rope_backward_row(float *dx, const float *d, const float *cs, int H, int hd) {
   int half = hd / 2;
-#pragma omp parallel for collapse(2)
-  for (int bt = 0; bt < B * T; bt++) {
-    for (int h = 0; h < H; h++) {
-      const float *cs = table + (size_t)(bt % T) * hd, *sn = cs + half;
-      size_t row = ((size_t)bt * H + h) * hd;
-      const float *d = dout + row;
-      float *dx = dinp + row;
-      for (int i = 0; i < half; i++) {
-        float d1 = d[i], d2 = d[half + i];
-        dx[i] += d1 * cs[i] + d2 * sn[i];
-        dx[half + i] += d2 * cs[i] - d1 * sn[i];
+  const float *sn = cs + half;
+  for (int h = 0; h < H; h++) {
+    const float *dh = d + (size_t)h * hd;
+    float *dxh = dx + (size_t)h * hd;
+    for (int i = 0; i < half; i++) {
+      float d1 = dh[i], d2 = dh[half + i];
+      dxh[i] += d1 * cs[i] + d2 * sn[i];
+      dxh[half + i] += d2 * cs[i] - d1 * sn[i];
+    }
+  }
+}
+
+/* The rotation of in into out, or (backward) its transpose added to out, over the B * T
+ * rows of H * hd elements, row (b, t) by the table's row t. */
+static void rope_rows(struct tensor out, struct tensor in, struct tensor table, int B, int T, int H, int hd,
+                      int backward) {
+  size_t width = (size_t)H * hd;
+#pragma omp parallel
+  {
+    float *buf = span_scratch(in.dtype, 2 * width + (size_t)hd);
+#pragma omp for
+    for (int bt = 0; bt < B * T; bt++) {
+      size_t row = (size_t)bt * width;
+      const float *cs = span_in(table, (size_t)(bt % T) * hd, (size_t)hd, buf);
+      const float *x = span_in(in, row, width, scratch_at(buf, (size_t)hd));
+      float *o = scratch_at(buf, (size_t)hd + width);
+      if (backward) {
+        o = span_inout(out, row, width, o);
+        rope_backward_row(o, x, cs, H, hd);
+      } else {
+        o = span_out(out, row, o);
+        rope_row(o, x, cs, H, hd);
       }
+      span_store(out, row, width, o);
     }
   }
 }
 
 void cpu_rope_table(void *p) {
   const struct rope_table_args *a = p;
-  rope_table(f32(a->table), dim(a->table, 0), dim(a->table, 1), &a->rope);
+  int maxT = dim(a->table, 0), hd = dim(a->table, 1);
+  if (a->table.dtype == DTYPE_F32) {
+    rope_table(f32(a->table), maxT, hd, &a->rope);
+    return;
+  }
+  /* Built once per model: an fp32 table, then rounded once. */
+  size_t n = (size_t)maxT * hd;
+  float *table = fsdp_xmalloc(n * sizeof *table);
+  rope_table(table, maxT, hd, &a->rope);
+  span_store(a->table, 0, n, table);
+  free(table);
 }
 
 void cpu_rope_forward(void *p) {
   const struct rope_args *a = p;
-  rope_forward(f32(a->out), f32(a->inp), f32(a->table), dim(a->inp, 0), dim(a->inp, 1), dim(a->inp, 2),
-               dim(a->inp, 3));
+  rope_rows(a->out, a->inp, a->table, dim(a->inp, 0), dim(a->inp, 1), dim(a->inp, 2), dim(a->inp, 3), 0);
 }
 
 void cpu_rope_backward(void *p) {
   const struct rope_backward_args *a = p;
-  rope_backward(f32(a->dinp), f32(a->dout), f32(a->table), dim(a->dout, 0), dim(a->dout, 1), dim(a->dout, 2),
-                dim(a->dout, 3));
+  rope_rows(a->dinp, a->dout, a->table, dim(a->dout, 0), dim(a->dout, 1), dim(a->dout, 2), dim(a->dout, 3), 1);
 }

@@ -1,7 +1,6 @@
-/* The runtime's kernels on the CPU. They run on the comm streams' threads as well as on
- * the compute thread, so they are single-threaded loops: an OpenMP team of their own
- * would fight the compute thread's for the cores. */
-#include <math.h>
+/* The runtime's kernels on the CPU (AdamW: adamw.c). They run on the comm streams'
+ * threads as well as on the compute thread, so they are single-threaded loops: an OpenMP
+ * team of their own would fight the compute thread's for the cores. */
 #include <string.h>
 
 #include "cpu.h"
@@ -78,20 +77,4 @@ void cpu_init_trunc_normal(void *p) {
   float *x = f32(a->x);
   for (size_t i = 0, n = tensor_numel(&a->x); i < n; i++)
     x[i] = rng_trunc_normal(a->seed, a->stream, a->first + i, a->std, a->bound);
-}
-
-void cpu_adamw(void *p) {
-  const struct adamw_args *a = p;
-  const struct nn_adamw *h = &a->h;
-  float decay = 1.0f - h->lr * h->weight_decay;
-  float step_size = h->lr / h->bias_correction1;
-  float *param = f32(a->param), *m = f32(a->m), *v = f32(a->v);
-  const float *grad = f32(a->grad);
-  for (size_t i = 0, n = tensor_numel(&a->param); i < n; i++) {
-    float g = grad[i];
-    param[i] *= decay;
-    m[i] = h->beta1 * m[i] + (1.0f - h->beta1) * g;
-    v[i] = h->beta2 * v[i] + (1.0f - h->beta2) * g * g;
-    param[i] -= step_size * m[i] / (sqrtf(v[i]) / h->bias_correction2_sqrt + h->eps);
-  }
 }

@@ -1,7 +1,7 @@
 #include <math.h>
 #include <stddef.h>
 
-#include "cpu.h"
+#include "typed.h"
 
 /* As in gelu.c: declaring expf an OpenMP simd function lets the loops call glibc's
  * vector expf without -ffast-math. */
@@ -10,9 +10,11 @@ float expf(float x);
 
 /* out = silu(g) * u, silu(g) = g * sigmoid(g). For g below about -88, expf(-g) is inf
  * and sigmoid 0, which is silu's limit there: no NaN. */
-static void swiglu_forward(float *out, const float *gate, const float *up, int N) {
-#pragma omp parallel for simd
-  for (int i = 0; i < N; i++) {
+static void swiglu_forward(float *const *s, int n) {
+  float *out = s[0];
+  const float *gate = s[1], *up = s[2];
+#pragma omp simd
+  for (int i = 0; i < n; i++) {
     float g = gate[i];
     float sig = 1.0f / (1.0f + expf(-g));
     out[i] = g * sig * up[i];
@@ -20,9 +22,11 @@ static void swiglu_forward(float *out, const float *gate, const float *up, int N
 }
 
 /* d silu(g) / dg = sig (1 + g (1 - sig)): dgate += dout * u * that, dup += dout * silu(g). */
-static void swiglu_backward(float *dgate, float *dup, const float *dout, const float *gate, const float *up, int N) {
-#pragma omp parallel for simd
-  for (int i = 0; i < N; i++) {
+static void swiglu_backward(float *const *s, int n) {
+  float *dgate = s[0], *dup = s[1];
+  const float *dout = s[2], *gate = s[3], *up = s[4];
+#pragma omp simd
+  for (int i = 0; i < n; i++) {
     float g = gate[i];
     float sig = 1.0f / (1.0f + expf(-g));
     dgate[i] += dout[i] * up[i] * sig * (1.0f + g * (1.0f - sig));
@@ -32,10 +36,14 @@ static void swiglu_backward(float *dgate, float *dup, const float *dout, const f
 
 void cpu_swiglu_forward(void *p) {
   const struct swiglu_args *a = p;
-  swiglu_forward(f32(a->out), f32(a->gate), f32(a->up), numel(a->gate));
+  struct elementwise_operand operands[] = {{a->out, SPAN_WRITE}, {a->gate, SPAN_READ}, {a->up, SPAN_READ}};
+  elementwise(swiglu_forward, tensor_numel(&a->gate), 3, operands);
 }
 
 void cpu_swiglu_backward(void *p) {
   const struct swiglu_backward_args *a = p;
-  swiglu_backward(f32(a->dgate), f32(a->dup), f32(a->dout), f32(a->gate), f32(a->up), numel(a->gate));
+  struct elementwise_operand operands[] = {{a->dgate, SPAN_UPDATE}, {a->dup, SPAN_UPDATE},
+                                           {a->dout, SPAN_READ},    {a->gate, SPAN_READ},
+                                           {a->up, SPAN_READ}};
+  elementwise(swiglu_backward, tensor_numel(&a->gate), 5, operands);
 }

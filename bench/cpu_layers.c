@@ -1,0 +1,279 @@
+/* Times the CPU's layer kernels (and the runtime's AdamW and casts) at the shapes of a
+ * training step: shakespeare-char (GPT-2, 6 layers, C 384, 6 heads, vocabulary 256) and
+ * llama3-debug (C 256, 16 heads of 16, SwiGLU hidden 768, vocabulary 2048), B = 8 and
+ * T = 256, in the compute dtype given. Each kernel runs `repeats` times after one warm-up
+ * run; a line shows the kernel, the dtype, the median and the fastest time in ms, and
+ * the shape. The kernels run through nn.h on
+ * the cpu device's host stream, with OMP_NUM_THREADS threads, as a training step runs them.
+ *
+ * usage: cpu_layers [fp32|bf16|fp16] [repeats] [kernel name filter] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsdp/device.h"
+#include "fsdp/error.h"
+#include "fsdp/nn.h"
+#include "fsdp/rng.h"
+#include "fsdp/timer.h"
+
+static struct nn_ctx cpu;
+static enum dtype dt;
+static int repeats = 20;
+static const char *filter = "";
+static uint64_t next_stream;
+
+/* n values in dtype d, uniform in [-scale, scale): a cheap generator (the timings do not
+ * depend on the values, only on their being finite), as the tensors are large. */
+static void *random_in(enum dtype d, size_t n, float scale) {
+  float *x = fsdp_xmalloc(n * sizeof *x);
+  uint64_t state = 0x9e3779b97f4a7c15u * ++next_stream;
+  for (size_t i = 0; i < n; i++) {
+    state = state * 6364136223846793005u + 1442695040888963407u;
+    x[i] = scale * ((float)(state >> 40) * 0x1p-23f - 1.0f);
+  }
+  if (d == DTYPE_F32) return x;
+  void *packed = fsdp_xmalloc(n * dtype_size(d));
+  dtype_pack(d, x, packed, n);
+  free(x);
+  return packed;
+}
+
+static void *randoms(size_t n, float scale) { return random_in(dt, n, scale); }
+
+static int *tokens(size_t n, int V) {
+  int *t = fsdp_xmalloc(n * sizeof *t);
+  uint64_t stream = next_stream++;
+  for (size_t i = 0; i < n; i++) t[i] = (int)rng_below(7, stream, i, (uint64_t)V);
+  return t;
+}
+
+static int compare_ms(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+typedef void (*kernel_run)(void *state);
+
+static void time_kernel(const char *name, const char *shape, kernel_run run, void *state) {
+  if (!strstr(name, filter)) return;
+  double *ms = fsdp_xmalloc((size_t)repeats * sizeof *ms);
+  run(state);
+  for (int r = 0; r < repeats; r++) {
+    double t0 = time_now_ms();
+    run(state);
+    ms[r] = time_now_ms() - t0;
+  }
+  qsort(ms, (size_t)repeats, sizeof *ms, compare_ms);
+  printf("%-24s %-5s %9.3f %9.3f  %s\n", name, dtype_name(dt), ms[repeats / 2], ms[0], shape);
+  fflush(stdout);
+  free(ms);
+}
+
+enum { B = 8, T = 256 };
+
+/* One layer's activations and parameters for both models; gradients reuse them (the
+ * values do not matter for timing, only that they are finite). */
+struct layers {
+  int N, C, NH, V, F, LC, LNH;
+  int *inp;
+  void *wte, *wpe, *x, *y, *dx, *w, *b, *dw, *db, *h4, *dh4, *qkv, *dqkv, *att, *logits, *probs;
+  float *mean, *rstd, *losses;
+  void *lx, *ly, *ldx, *lw, *ldw, *gate, *up, *dgate, *dup, *q, *k, *v, *dq, *dk, *dv, *latt, *table, *lo;
+  float *lrstd;
+};
+
+static struct tensor t1(void *p, size_t n) { return tensor_1d(p, dt, n); }
+static struct tensor t2(void *p, size_t r, size_t c) { return tensor_2d(p, dt, r, c); }
+static struct tensor f1(float *p, size_t n) { return tensor_1d(p, DTYPE_F32, n); }
+static struct tensor heads(void *p, int H, int hd) { return tensor_4d(p, dt, B, T, (size_t)H, (size_t)hd); }
+
+static void run_encoder_forward(void *s) {
+  struct layers *l = s;
+  nn_encoder_forward(&cpu, t2(l->x, l->N, l->C), tensor_2d(l->inp, DTYPE_I32, B, T), t2(l->wte, l->V, l->C),
+                     t2(l->wpe, T, l->C));
+}
+static void run_encoder_backward(void *s) {
+  struct layers *l = s;
+  nn_encoder_backward(&cpu, t2(l->wte, l->V, l->C), t2(l->wpe, T, l->C), t2(l->dx, l->N, l->C),
+                      tensor_2d(l->inp, DTYPE_I32, B, T));
+}
+static void run_layernorm_forward(void *s) {
+  struct layers *l = s;
+  nn_layernorm_forward(&cpu, t2(l->y, l->N, l->C), f1(l->mean, l->N), f1(l->rstd, l->N), t2(l->x, l->N, l->C),
+                       t1(l->w, l->C), t1(l->b, l->C));
+}
+static void run_layernorm_backward(void *s) {
+  struct layers *l = s;
+  nn_layernorm_backward(&cpu, t2(l->dx, l->N, l->C), t1(l->dw, l->C), t1(l->db, l->C), t2(l->y, l->N, l->C),
+                        t2(l->x, l->N, l->C), t1(l->w, l->C), f1(l->mean, l->N), f1(l->rstd, l->N));
+}
+static void run_gelu_forward(void *s) {
+  struct layers *l = s;
+  nn_gelu_forward(&cpu, t1(l->dh4, (size_t)l->N * 4 * l->C), t1(l->h4, (size_t)l->N * 4 * l->C));
+}
+static void run_gelu_backward(void *s) {
+  struct layers *l = s;
+  size_t n = (size_t)l->N * 4 * l->C;
+  /* Into a copy of the gradient each time: it stays bounded. */
+  nn_gelu_backward(&cpu, t1(l->dh4, n), t1(l->h4, n), t1(l->h4, n));
+}
+static void run_residual(void *s) {
+  struct layers *l = s;
+  nn_residual_forward(&cpu, t2(l->y, l->N, l->C), t2(l->x, l->N, l->C), t2(l->dx, l->N, l->C));
+}
+static void run_crossentropy_forward(void *s) {
+  struct layers *l = s;
+  nn_softmax_crossentropy_forward(&cpu, t2(l->probs, l->N, l->V), f1(l->losses, l->N), t2(l->logits, l->N, l->V),
+                                  tensor_1d(l->inp, DTYPE_I32, l->N));
+}
+static void run_crossentropy_backward(void *s) {
+  struct layers *l = s;
+  nn_softmax_crossentropy_backward(&cpu, t2(l->logits, l->N, l->V), t2(l->probs, l->N, l->V),
+                                   tensor_1d(l->inp, DTYPE_I32, l->N), 1.0f / l->N);
+}
+static void run_attention_forward(void *s) {
+  struct layers *l = s;
+  nn_attention_forward(&cpu, t2(l->y, l->N, l->C), tensor_4d(l->att, dt, B, l->NH, T, T),
+                       t2(l->qkv, l->N, 3 * l->C));
+}
+static void run_attention_backward(void *s) {
+  struct layers *l = s;
+  nn_attention_backward(&cpu, t2(l->dqkv, l->N, 3 * l->C), t2(l->y, l->N, l->C), t2(l->qkv, l->N, 3 * l->C),
+                        tensor_4d(l->att, dt, B, l->NH, T, T));
+}
+static void run_rmsnorm_forward(void *s) {
+  struct layers *l = s;
+  nn_rmsnorm_forward(&cpu, t2(l->ly, l->N, l->LC), f1(l->lrstd, l->N), t2(l->lx, l->N, l->LC), t1(l->lw, l->LC),
+                     1e-5f);
+}
+static void run_rmsnorm_backward(void *s) {
+  struct layers *l = s;
+  nn_rmsnorm_backward(&cpu, t2(l->ldx, l->N, l->LC), t1(l->ldw, l->LC), t2(l->ly, l->N, l->LC),
+                      t2(l->lx, l->N, l->LC), t1(l->lw, l->LC), f1(l->lrstd, l->N));
+}
+static void run_rope_forward(void *s) {
+  struct layers *l = s;
+  int hd = l->LC / l->LNH;
+  nn_rope_forward(&cpu, heads(l->q, l->LNH, hd), heads(l->q, l->LNH, hd), t2(l->table, T, hd));
+}
+static void run_rope_backward(void *s) {
+  struct layers *l = s;
+  int hd = l->LC / l->LNH;
+  nn_rope_backward(&cpu, heads(l->dq, l->LNH, hd), heads(l->q, l->LNH, hd), t2(l->table, T, hd));
+}
+static void run_swiglu_forward(void *s) {
+  struct layers *l = s;
+  nn_swiglu_forward(&cpu, t2(l->lo, l->N, l->F), t2(l->gate, l->N, l->F), t2(l->up, l->N, l->F));
+}
+static void run_swiglu_backward(void *s) {
+  struct layers *l = s;
+  nn_swiglu_backward(&cpu, t2(l->dgate, l->N, l->F), t2(l->dup, l->N, l->F), t2(l->up, l->N, l->F),
+                     t2(l->gate, l->N, l->F), t2(l->up, l->N, l->F));
+}
+static void run_gqa_forward(void *s) {
+  struct layers *l = s;
+  int hd = l->LC / l->LNH;
+  nn_gqa_attention_forward(&cpu, t2(l->ly, l->N, l->LC), tensor_4d(l->latt, dt, B, l->LNH, T, T),
+                           heads(l->q, l->LNH, hd), heads(l->k, l->LNH, hd), heads(l->v, l->LNH, hd));
+}
+static void run_gqa_backward(void *s) {
+  struct layers *l = s;
+  int hd = l->LC / l->LNH;
+  nn_gqa_attention_backward(&cpu, t1(l->dq, (size_t)l->N * l->LC), t1(l->dk, (size_t)l->N * l->LC),
+                            t1(l->dv, (size_t)l->N * l->LC), t2(l->ldx, l->N, l->LC),
+                            heads(l->q, l->LNH, hd), heads(l->k, l->LNH, hd), heads(l->v, l->LNH, hd),
+                            tensor_4d(l->latt, dt, B, l->LNH, T, T));
+}
+
+/* The runtime's update over a shakespeare-char model's 10.7M parameters (fp32 whatever
+ * the compute dtype), and the casts of a unshard (fp32 to the dtype and back). */
+struct runtime_state {
+  size_t n;
+  float *param, *grad, *m, *v;
+  void *half;
+};
+
+static void run_adamw(void *s) {
+  struct runtime_state *r = s;
+  struct nn_adamw h = {.lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
+                       .bias_correction1 = 0.5f, .bias_correction2_sqrt = 0.7f};
+  nn_adamw(&cpu, f1(r->param, r->n), f1(r->grad, r->n), f1(r->m, r->n), f1(r->v, r->n), &h);
+}
+static void run_cast_narrow(void *s) {
+  struct runtime_state *r = s;
+  nn_cast(&cpu, tensor_1d(r->half, dt, r->n), f1(r->grad, r->n));
+}
+static void run_cast_widen(void *s) {
+  struct runtime_state *r = s;
+  nn_cast(&cpu, f1(r->m, r->n), tensor_1d(r->half, dt, r->n));
+}
+
+int main(int argc, char **argv) {
+  int d = argc > 1 ? dtype_parse(argv[1]) : DTYPE_F32;
+  if (d < 0) {
+    fprintf(stderr, "usage: %s [fp32|bf16|fp16] [repeats] [filter]\n", argv[0]);
+    return 2;
+  }
+  dt = (enum dtype)d;
+  if (argc > 2) repeats = atoi(argv[2]) > 0 ? atoi(argv[2]) : repeats;
+  if (argc > 3) filter = argv[3];
+  cpu = (struct nn_ctx){device_cpu(), device_host_stream_create(device_cpu(), "bench")};
+
+  struct layers l = {.N = B * T, .C = 384, .NH = 6, .V = 256, .F = 768, .LC = 256, .LNH = 16};
+  size_t NC = (size_t)l.N * l.C, NL = (size_t)l.N * l.LC, NF = (size_t)l.N * l.F;
+  l.inp = tokens((size_t)l.N, l.V);
+  l.wte = randoms((size_t)l.V * l.C, 0.02f), l.wpe = randoms((size_t)T * l.C, 0.02f);
+  l.x = randoms(NC, 1.0f), l.y = randoms(NC, 1.0f), l.dx = randoms(NC, 1e-3f);
+  l.w = randoms((size_t)l.C, 1.0f), l.b = randoms((size_t)l.C, 0.1f);
+  l.dw = randoms((size_t)l.C, 1e-3f), l.db = randoms((size_t)l.C, 1e-3f);
+  l.h4 = randoms(4 * NC, 1.0f), l.dh4 = randoms(4 * NC, 1e-3f);
+  l.qkv = randoms(3 * NC, 1.0f), l.dqkv = randoms(3 * NC, 1e-3f);
+  l.att = randoms((size_t)B * l.NH * T * T, 0.0f);
+  l.logits = randoms((size_t)l.N * l.V, 2.0f), l.probs = randoms((size_t)l.N * l.V, 0.0f);
+  l.mean = random_in(DTYPE_F32, (size_t)l.N, 0.0f), l.rstd = random_in(DTYPE_F32, (size_t)l.N, 0.0f);
+  l.losses = random_in(DTYPE_F32, (size_t)l.N, 0.0f), l.lrstd = random_in(DTYPE_F32, (size_t)l.N, 0.0f);
+  l.lx = randoms(NL, 1.0f), l.ly = randoms(NL, 1.0f), l.ldx = randoms(NL, 1e-3f);
+  l.lw = randoms((size_t)l.LC, 1.0f), l.ldw = randoms((size_t)l.LC, 1e-3f);
+  l.gate = randoms(NF, 1.0f), l.up = randoms(NF, 1.0f), l.lo = randoms(NF, 1.0f);
+  l.dgate = randoms(NF, 1e-3f), l.dup = randoms(NF, 1e-3f);
+  l.q = randoms(NL, 1.0f), l.k = randoms(NL, 1.0f), l.v = randoms(NL, 1.0f);
+  l.dq = randoms(NL, 1e-3f), l.dk = randoms(NL, 1e-3f), l.dv = randoms(NL, 1e-3f);
+  l.latt = randoms((size_t)B * l.LNH * T * T, 0.0f);
+  l.table = randoms((size_t)T * (l.LC / l.LNH), 0.0f);
+  struct nn_rope rope = {.theta = 500000.0f};
+  nn_rope_table(&cpu, t2(l.table, T, (size_t)(l.LC / l.LNH)), &rope);
+
+  printf("# B %d, T %d; gpt2 C %d, %d heads, V %d; llama C %d, %d heads, hidden %d\n", B, T, l.C, l.NH, l.V, l.LC,
+         l.LNH, l.F);
+  time_kernel("encoder_forward", "(2048, 384)", run_encoder_forward, &l);
+  time_kernel("encoder_backward", "(2048, 384)", run_encoder_backward, &l);
+  time_kernel("layernorm_forward", "(2048, 384)", run_layernorm_forward, &l);
+  time_kernel("layernorm_backward", "(2048, 384)", run_layernorm_backward, &l);
+  time_kernel("gelu_forward", "(2048, 1536)", run_gelu_forward, &l);
+  time_kernel("gelu_backward", "(2048, 1536)", run_gelu_backward, &l);
+  time_kernel("residual_forward", "(2048, 384)", run_residual, &l);
+  time_kernel("crossentropy_forward", "(2048, 256)", run_crossentropy_forward, &l);
+  time_kernel("crossentropy_backward", "(2048, 256)", run_crossentropy_backward, &l);
+  time_kernel("attention_forward", "B8 NH6 T256 hs64", run_attention_forward, &l);
+  time_kernel("attention_backward", "B8 NH6 T256 hs64", run_attention_backward, &l);
+  time_kernel("rmsnorm_forward", "(2048, 256)", run_rmsnorm_forward, &l);
+  time_kernel("rmsnorm_backward", "(2048, 256)", run_rmsnorm_backward, &l);
+  time_kernel("rope_forward", "B8 T256 H16 hd16", run_rope_forward, &l);
+  time_kernel("rope_backward", "B8 T256 H16 hd16", run_rope_backward, &l);
+  time_kernel("swiglu_forward", "(2048, 768)", run_swiglu_forward, &l);
+  time_kernel("swiglu_backward", "(2048, 768)", run_swiglu_backward, &l);
+  time_kernel("gqa_attention_forward", "B8 NH16 T256 hd16", run_gqa_forward, &l);
+  time_kernel("gqa_attention_backward", "B8 NH16 T256 hd16", run_gqa_backward, &l);
+
+  struct runtime_state r = {.n = 10745088};
+  r.param = random_in(DTYPE_F32, r.n, 0.02f), r.grad = random_in(DTYPE_F32, r.n, 1e-3f);
+  r.m = random_in(DTYPE_F32, r.n, 1e-4f), r.v = random_in(DTYPE_F32, r.n, 0.0f);
+  time_kernel("adamw", "10.7M fp32", run_adamw, &r);
+  if (dt != DTYPE_F32) {
+    r.half = randoms(r.n, 1.0f);
+    time_kernel("cast_to_dtype", "10.7M fp32 -> dtype", run_cast_narrow, &r);
+    time_kernel("cast_to_fp32", "10.7M dtype -> fp32", run_cast_widen, &r);
+  }
+  return 0;
+}

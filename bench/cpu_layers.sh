@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Runs cpu_layers (bench/cpu_layers.c) from one or more builds in turn, for each thread
+# count and dtype, several rounds, and prints per kernel the median over the rounds of
+# each run's median, and the fastest time of all: the machine is shared, so a
+# comparison of two builds is only fair when their runs alternate. --scalar runs each
+# build a second time with FSDP_SIMD=scalar (its AVX-512 paths off: fsdp/simd.h).
+#
+# usage: bench/cpu_layers.sh [--rounds R] [--repeats N] [--threads "1 2"] [--dtypes "fp32 bf16"]
+#                            [--filter NAME] [--scalar] BUILD_DIR...
+set -euo pipefail
+rounds=5 repeats=20 threads="1 2" dtypes="fp32 bf16 fp16" filter="" scalar=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --rounds) rounds=$2; shift 2 ;;
+    --repeats) repeats=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --dtypes) dtypes=$2; shift 2 ;;
+    --filter) filter=$2; shift 2 ;;
+    --scalar) scalar=1; shift ;;
+    *) break ;;
+  esac
+done
+[ $# -ge 1 ] || { sed -n '2,10p' "$0"; exit 2; }
+# Each run: a build directory and the FSDP_SIMD it runs with.
+runs=()
+for dir in "$@"; do
+  runs+=("$dir|")
+  [ "$scalar" = 1 ] && runs+=("$dir|scalar")
+done
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+for r in $(seq "$rounds"); do
+  for t in $threads; do
+    for d in $dtypes; do
+      for i in "${!runs[@]}"; do
+        dir=${runs[$i]%|*} simd=${runs[$i]#*|}
+        FSDP_SIMD=$simd OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t "$dir/bench/cpu_layers" "$d" "$repeats" "$filter" \
+          2>/dev/null | grep -v '^#' | sed "s|^|$i $t |" >> "$out/runs" || true
+      done
+    done
+  done
+done
+echo "$rounds rounds of $repeats runs; $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+/usr/bin/python3 - "$out/runs" "${runs[@]}" <<'PY'
+import collections, statistics, sys
+runs = collections.defaultdict(list)
+fastest = {}
+order = []
+for line in open(sys.argv[1]):
+    run, threads, kernel, dtype, median, best = line.split()[:6]
+    key = (threads, kernel, dtype, int(run))
+    if key not in runs:
+        order.append(key)
+    runs[key].append(float(median))
+    fastest[key] = min(fastest.get(key, float("inf")), float(best))
+names = [r.replace("|scalar", " (FSDP_SIMD=scalar)").rstrip("|") for r in sys.argv[2:]]
+print("| threads | kernel | dtype | " + " | ".join("%s: median ms | fastest ms" % n for n in names) + " |")
+print("|---:|---|---|" + "---:|---:|" * len(names))
+seen = set()
+for threads, kernel, dtype, _ in order:
+    if (threads, kernel, dtype) in seen:
+        continue
+    seen.add((threads, kernel, dtype))
+    cells = []
+    for i in range(len(names)):
+        key = (threads, kernel, dtype, i)
+        cells += ["%.3f" % statistics.median(runs[key]), "%.3f" % fastest[key]] if key in runs else ["-", "-"]
+    print("| %s | %s | %s | %s |" % (threads, kernel, dtype, " | ".join(cells)))
+PY

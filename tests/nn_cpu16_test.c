@@ -1,0 +1,553 @@
+/* The CPU's layer kernels in bf16 and fp16 against the same kernels in fp32, on the same
+ * inputs: random values rounded to the 16-bit dtype, given to the fp32 kernel as their
+ * exact fp32 widenings. A 16-bit kernel widens its inputs, computes in fp32 and rounds
+ * each stored value once (src/nn/cpu/typed.h), so its result must be the fp32 kernel's
+ * result rounded once. How closely that holds is each check's verdict:
+ *   exact:   the 16-bit output is the fp32 output rounded to the dtype, to the bit (NaN
+ *            payloads too): the 16-bit kernel ran the fp32 kernel's operations in the
+ *            same order, on the same values (encoder, norms, residual, RoPE, the
+ *            cross-entropy's backward, the norms' fp32 statistics);
+ *   rounded: |16-bit - fp32| <= u |fp32| + 1e-5 (|fp32| + rms) + tiny, with u the
+ *            dtype's unit roundoff (2^-8 bf16, 2^-11 fp16) for the one rounding, rms the
+ *            fp32 output's root mean square, tiny fp16's half smallest subnormal (2^-25):
+ *            the fp32 sums may differ in the last bits where glibc's vector and scalar
+ *            expf and tanhf meet at other elements (the chunks of a 16-bit op sit
+ *            elsewhere in memory) and where OpenBLAS's products see other strides
+ *            (attention's heads are widened into contiguous rows): GELU, SwiGLU, the
+ *            softmax cross-entropy (its fp32 losses within 1e-6) and the attentions.
+ * Each check prints how many outputs differ from the fp32 result rounded and the
+ * largest error in units of u. The gradients start from random values, so that every
+ * backward is seen to accumulate, in fp32, rounding once. Then values the conversions
+ * treat specially (NaNs with payloads, infinities, subnormals, fp16's overflow) go
+ * through the kernels, and a 16-bit matmul (fp32 only for now) must be refused. Last, the
+ * kernels with an AVX-512 path (the norms' row sums, AdamW) must give the same bits on
+ * their scalar path (fsdp/simd.h), in every dtype. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsdp/device.h"
+#include "fsdp/error.h"
+#include "fsdp/nn.h"
+#include "fsdp/rng.h"
+#include "fsdp/simd.h"
+#include "child_stderr.h"
+
+static const uint64_t SEED = 20261126;
+static struct nn_ctx cpu;
+static enum dtype dt; /* the 16-bit dtype under test */
+static uint64_t next_stream;
+static int checks, failures;
+
+/* A tensor's values both ways: f, fp32 values (each exactly a value of dt), for the fp32
+ * kernel; h, the same values in dt, for the 16-bit one. */
+struct twin {
+  size_t n;
+  float *f;
+  uint16_t *h;
+};
+
+static struct twin twin_of(const float *x, size_t n) {
+  struct twin t = {n, fsdp_xmalloc(n * sizeof(float)), fsdp_xmalloc(n * sizeof(uint16_t))};
+  dtype_pack(dt, x, t.h, n);
+  dtype_unpack(dt, t.h, t.f, n);
+  return t;
+}
+
+/* n normal values times scale plus shift. */
+static struct twin random_twin(size_t n, float scale, float shift) {
+  uint64_t stream = next_stream++;
+  float *x = fsdp_xmalloc(n * sizeof *x);
+  for (size_t i = 0; i < n; i++) x[i] = scale * rng_normal(SEED, stream, i) + shift;
+  struct twin t = twin_of(x, n);
+  free(x);
+  return t;
+}
+
+static void release(struct twin *t) {
+  free(t->f);
+  free(t->h);
+}
+
+static float *random_f32(size_t n) {
+  uint64_t stream = next_stream++;
+  float *x = fsdp_xmalloc(n * sizeof *x);
+  for (size_t i = 0; i < n; i++) x[i] = rng_normal(SEED, stream, i);
+  return x;
+}
+
+static int *random_ids(size_t n, int below) {
+  uint64_t stream = next_stream++;
+  int *x = fsdp_xmalloc(n * sizeof *x);
+  for (size_t i = 0; i < n; i++) x[i] = (int)rng_below(SEED, stream, i, (uint64_t)below);
+  return x;
+}
+
+/* The fp32 side (F) and the 16-bit side (H) of a twin as a tensor of the given shape. */
+static struct tensor shaped(void *data, enum dtype d, int ndim, const size_t *shape) {
+  struct tensor t = {data, d, ndim, {0}};
+  memcpy(t.shape, shape, (size_t)ndim * sizeof *shape);
+  return t;
+}
+#define SHAPE(...) (int)(sizeof((size_t[]){__VA_ARGS__}) / sizeof(size_t)), (size_t[]){__VA_ARGS__}
+#define F(tw, ...) shaped((tw).f, DTYPE_F32, SHAPE(__VA_ARGS__))
+#define H(tw, ...) shaped((tw).h, dt, SHAPE(__VA_ARGS__))
+
+static uint32_t bits_of(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+enum verdict { EXACT, ROUNDED };
+
+/* The 16-bit kernel's output t.h against the fp32 kernel's t.f. */
+static void expect(const char *what, const struct twin *t, enum verdict v) {
+  checks++;
+  double u = dt == DTYPE_BF16 ? 0x1p-8 : 0x1p-11, tiny = dt == DTYPE_F16 ? 0x1p-25 : 0.0;
+  uint16_t *rounded = fsdp_xmalloc(t->n * sizeof *rounded);
+  float *got = fsdp_xmalloc(t->n * sizeof *got);
+  dtype_pack(dt, t->f, rounded, t->n);
+  dtype_unpack(dt, t->h, got, t->n);
+  double squares = 0.0;
+  for (size_t i = 0; i < t->n; i++)
+    if (isfinite(t->f[i])) squares += (double)t->f[i] * t->f[i];
+  double rms = sqrt(squares / (double)t->n), worst = 0.0;
+  size_t differ = 0, bad = t->n;
+  for (size_t i = 0; i < t->n; i++) {
+    if (rounded[i] == t->h[i]) continue;
+    differ++;
+    double want = t->f[i], err = fabs((double)got[i] - want);
+    int close = err <= u * fabs(want) + 1e-5 * (fabs(want) + rms) + tiny || (isnan(got[i]) && isnan(want));
+    int ok = v == ROUNDED && close;
+    if (!ok && bad == t->n) bad = i;
+    if (isfinite(err) && err / (u * (fabs(want) + rms)) > worst) worst = err / (u * (fabs(want) + rms));
+  }
+  printf("%-5s %-44s %-7s %6zu of %7zu differ from fp32 rounded, largest %.3g u\n", dtype_name(dt), what,
+         v == EXACT ? "exact" : "rounded", differ, t->n, worst);
+  if (bad < t->n) {
+    failures++;
+    fprintf(stderr, "FAIL %s %s: element %zu: fp32 %.9g rounds to 0x%04x, the %s kernel gave 0x%04x (%.9g)\n",
+            dtype_name(dt), what, bad, (double)t->f[bad], rounded[bad], dtype_name(dt), t->h[bad], (double)got[bad]);
+  }
+  free(rounded);
+  free(got);
+}
+
+/* An fp32 output of the 16-bit kernel (a statistic, a loss) against the fp32 kernel's. */
+static void expect_f32(const char *what, const float *h, const float *f, size_t n, enum verdict v) {
+  checks++;
+  size_t differ = 0, bad = n;
+  for (size_t i = 0; i < n; i++) {
+    if (bits_of(h[i]) == bits_of(f[i])) continue;
+    differ++;
+    if ((v == EXACT || !(fabsf(h[i] - f[i]) <= 1e-6f * fabsf(f[i]))) && bad == n) bad = i;
+  }
+  printf("%-5s %-44s %-7s %6zu of %7zu fp32 values differ\n", dtype_name(dt), what, v == EXACT ? "exact" : "rounded",
+         differ, n);
+  if (bad < n) {
+    failures++;
+    fprintf(stderr, "FAIL %s %s: element %zu: %.9g with fp32 inputs, %.9g with %s ones\n", dtype_name(dt), what,
+            bad, (double)f[bad], (double)h[bad], dtype_name(dt));
+  }
+}
+
+static void test_encoder(int B, int T, int C, int V, int positions) {
+  int N = B * T;
+  int *ids = random_ids((size_t)N, V);
+  struct tensor inp = tensor_2d(ids, DTYPE_I32, (size_t)B, (size_t)T);
+  struct twin wte = random_twin((size_t)V * C, 1.0f, 0.0f), wpe = random_twin((size_t)(T + 2) * C, 1.0f, 0.0f);
+  struct twin out = random_twin((size_t)N * C, 1.0f, 0.0f), dout = random_twin((size_t)N * C, 1.0f, 0.0f);
+  nn_encoder_forward(&cpu, F(out, N, C), inp, F(wte, V, C), positions ? F(wpe, T + 2, C) : TENSOR_NONE);
+  nn_encoder_forward(&cpu, H(out, N, C), inp, H(wte, V, C), positions ? H(wpe, T + 2, C) : TENSOR_NONE);
+  expect(positions ? "encoder_forward out" : "encoder_forward out (no wpe)", &out, EXACT);
+  /* wte and wpe serve as the gradients: tokens repeat (V < N), and their rows add up. */
+  nn_encoder_backward(&cpu, F(wte, V, C), positions ? F(wpe, T + 2, C) : TENSOR_NONE, F(dout, N, C), inp);
+  nn_encoder_backward(&cpu, H(wte, V, C), positions ? H(wpe, T + 2, C) : TENSOR_NONE, H(dout, N, C), inp);
+  expect("encoder_backward dwte", &wte, EXACT);
+  if (positions) expect("encoder_backward dwpe", &wpe, EXACT);
+  release(&wte), release(&wpe), release(&out), release(&dout);
+  free(ids);
+}
+
+static void test_layernorm(int N, int C) {
+  /* An offset on every row: the variance must come from centred values. */
+  struct twin inp = random_twin((size_t)N * C, 2.0f, 3.0f), weight = random_twin((size_t)C, 1.0f, 1.0f);
+  struct twin bias = random_twin((size_t)C, 0.3f, 0.0f), out = random_twin((size_t)N * C, 1.0f, 0.0f);
+  float *mean_f = random_f32((size_t)N), *rstd_f = random_f32((size_t)N);
+  float *mean_h = random_f32((size_t)N), *rstd_h = random_f32((size_t)N);
+  nn_layernorm_forward(&cpu, F(out, N, C), tensor_1d(mean_f, DTYPE_F32, N), tensor_1d(rstd_f, DTYPE_F32, N),
+                       F(inp, N, C), F(weight, C), F(bias, C));
+  nn_layernorm_forward(&cpu, H(out, N, C), tensor_1d(mean_h, DTYPE_F32, N), tensor_1d(rstd_h, DTYPE_F32, N),
+                       H(inp, N, C), H(weight, C), H(bias, C));
+  expect("layernorm_forward out", &out, EXACT);
+  expect_f32("layernorm_forward mean", mean_h, mean_f, (size_t)N, EXACT);
+  expect_f32("layernorm_forward rstd", rstd_h, rstd_f, (size_t)N, EXACT);
+
+  struct twin dout = random_twin((size_t)N * C, 1.0f, 0.0f), dinp = random_twin((size_t)N * C, 1.0f, 0.0f);
+  struct twin dweight = random_twin((size_t)C, 1.0f, 0.0f), dbias = random_twin((size_t)C, 1.0f, 0.0f);
+  struct tensor mean = tensor_1d(mean_f, DTYPE_F32, N), rstd = tensor_1d(rstd_f, DTYPE_F32, N);
+  nn_layernorm_backward(&cpu, F(dinp, N, C), F(dweight, C), F(dbias, C), F(dout, N, C), F(inp, N, C), F(weight, C),
+                        mean, rstd);
+  nn_layernorm_backward(&cpu, H(dinp, N, C), H(dweight, C), H(dbias, C), H(dout, N, C), H(inp, N, C), H(weight, C),
+                        mean, rstd);
+  expect("layernorm_backward dinp", &dinp, EXACT);
+  expect("layernorm_backward dweight", &dweight, EXACT);
+  expect("layernorm_backward dbias", &dbias, EXACT);
+  release(&inp), release(&weight), release(&bias), release(&out), release(&dout), release(&dinp);
+  release(&dweight), release(&dbias);
+  free(mean_f), free(rstd_f), free(mean_h), free(rstd_h);
+}
+
+static void test_rmsnorm(int N, int C, float shift) {
+  struct twin inp = random_twin((size_t)N * C, 2.0f, shift), weight = random_twin((size_t)C, 1.0f, 1.0f);
+  struct twin out = random_twin((size_t)N * C, 1.0f, 0.0f);
+  float *rstd_f = random_f32((size_t)N), *rstd_h = random_f32((size_t)N);
+  nn_rmsnorm_forward(&cpu, F(out, N, C), tensor_1d(rstd_f, DTYPE_F32, N), F(inp, N, C), F(weight, C), 1e-5f);
+  nn_rmsnorm_forward(&cpu, H(out, N, C), tensor_1d(rstd_h, DTYPE_F32, N), H(inp, N, C), H(weight, C), 1e-5f);
+  expect("rmsnorm_forward out", &out, EXACT);
+  expect_f32("rmsnorm_forward rstd", rstd_h, rstd_f, (size_t)N, EXACT);
+
+  struct twin dout = random_twin((size_t)N * C, 1.0f, 0.0f), dinp = random_twin((size_t)N * C, 1.0f, 0.0f);
+  struct twin dweight = random_twin((size_t)C, 1.0f, 0.0f);
+  struct tensor rstd = tensor_1d(rstd_f, DTYPE_F32, N);
+  nn_rmsnorm_backward(&cpu, F(dinp, N, C), F(dweight, C), F(dout, N, C), F(inp, N, C), F(weight, C), rstd);
+  nn_rmsnorm_backward(&cpu, H(dinp, N, C), H(dweight, C), H(dout, N, C), H(inp, N, C), H(weight, C), rstd);
+  expect("rmsnorm_backward dinp", &dinp, EXACT);
+  expect("rmsnorm_backward dweight", &dweight, EXACT);
+  release(&inp), release(&weight), release(&out), release(&dout), release(&dinp), release(&dweight);
+  free(rstd_f), free(rstd_h);
+}
+
+/* n elements: several of the kernels' chunks and a part of one. */
+static void test_elementwise(size_t n) {
+  /* Scale 3 reaches GELU's tails, 4 the sigmoid's. */
+  struct twin x = random_twin(n, 3.0f, 0.0f), y = random_twin(n, 4.0f, 0.0f), out = random_twin(n, 1.0f, 0.0f);
+  struct twin dx = random_twin(n, 1.0f, 0.0f), dgate = random_twin(n, 1.0f, 0.0f), dup = random_twin(n, 1.0f, 0.0f);
+  nn_gelu_forward(&cpu, F(out, n), F(x, n));
+  nn_gelu_forward(&cpu, H(out, n), H(x, n));
+  expect("gelu_forward", &out, ROUNDED);
+  nn_gelu_backward(&cpu, F(dx, n), F(x, n), F(y, n));
+  nn_gelu_backward(&cpu, H(dx, n), H(x, n), H(y, n));
+  expect("gelu_backward", &dx, ROUNDED);
+  nn_swiglu_forward(&cpu, F(out, n), F(y, n), F(x, n));
+  nn_swiglu_forward(&cpu, H(out, n), H(y, n), H(x, n));
+  expect("swiglu_forward", &out, ROUNDED);
+  /* The forward's output, rounded, serves as dout on both sides. */
+  struct twin dout = twin_of(out.f, n);
+  nn_swiglu_backward(&cpu, F(dgate, n), F(dup, n), F(dout, n), F(y, n), F(x, n));
+  nn_swiglu_backward(&cpu, H(dgate, n), H(dup, n), H(dout, n), H(y, n), H(x, n));
+  expect("swiglu_backward dgate", &dgate, ROUNDED);
+  expect("swiglu_backward dup", &dup, ROUNDED);
+  nn_residual_forward(&cpu, F(out, n), F(x, n), F(y, n));
+  nn_residual_forward(&cpu, H(out, n), H(x, n), H(y, n));
+  expect("residual_forward", &out, EXACT);
+  /* In place, as the model adds a branch into the residual stream. */
+  nn_residual_forward(&cpu, F(x, n), F(x, n), F(y, n));
+  nn_residual_forward(&cpu, H(x, n), H(x, n), H(y, n));
+  expect("residual_forward in place", &x, EXACT);
+  release(&x), release(&y), release(&out), release(&dout), release(&dx), release(&dgate), release(&dup);
+}
+
+static void test_crossentropy(int N, int V) {
+  int *ids = random_ids((size_t)N, V);
+  struct tensor targets = tensor_1d(ids, DTYPE_I32, (size_t)N);
+  /* Scale 10: near one-hot rows, where an unstable softmax overflows. */
+  struct twin logits = random_twin((size_t)N * V, 10.0f, 0.0f), probs = random_twin((size_t)N * V, 1.0f, 0.0f);
+  float *losses_f = random_f32((size_t)N), *losses_h = random_f32((size_t)N);
+  nn_softmax_crossentropy_forward(&cpu, F(probs, N, V), tensor_1d(losses_f, DTYPE_F32, N), F(logits, N, V), targets);
+  nn_softmax_crossentropy_forward(&cpu, H(probs, N, V), tensor_1d(losses_h, DTYPE_F32, N), H(logits, N, V), targets);
+  expect("softmax_crossentropy_forward probs", &probs, ROUNDED);
+  expect_f32("softmax_crossentropy_forward losses", losses_h, losses_f, (size_t)N, ROUNDED);
+  nn_softmax_crossentropy_forward(&cpu, F(logits, N, V), tensor_1d(losses_f, DTYPE_F32, N), F(logits, N, V),
+                                  targets);
+  nn_softmax_crossentropy_forward(&cpu, H(logits, N, V), tensor_1d(losses_h, DTYPE_F32, N), H(logits, N, V),
+                                  targets);
+  expect("softmax_crossentropy_forward in place", &logits, ROUNDED);
+
+  /* The backward from the same (rounded) probabilities on both sides. */
+  struct twin p = twin_of(probs.f, probs.n), dlogits = random_twin((size_t)N * V, 0.01f, 0.0f);
+  float dloss = 1.0f / (float)N;
+  nn_softmax_crossentropy_backward(&cpu, F(dlogits, N, V), F(p, N, V), targets, dloss);
+  nn_softmax_crossentropy_backward(&cpu, H(dlogits, N, V), H(p, N, V), targets, dloss);
+  expect("softmax_crossentropy_backward", &dlogits, EXACT);
+  release(&logits), release(&probs), release(&p), release(&dlogits);
+  free(losses_f), free(losses_h), free(ids);
+}
+
+static void test_rope(int B, int T, int H, int hd, int maxT) {
+  size_t n = (size_t)B * T * H * hd;
+  struct twin table = random_twin((size_t)maxT * hd, 1.0f, 0.0f);
+  struct nn_rope llama31 = {500000.0f, 8.0f, 1.0f, 4.0f, 8192};
+  nn_rope_table(&cpu, F(table, maxT, hd), &llama31);
+  nn_rope_table(&cpu, H(table, maxT, hd), &llama31);
+  expect("rope_table", &table, EXACT);
+  /* Both sides rotate by the 16-bit table. */
+  struct twin tab = twin_of(table.f, table.n);
+  struct twin inp = random_twin(n, 1.0f, 0.0f), out = random_twin(n, 1.0f, 0.0f);
+  struct twin dout = random_twin(n, 1.0f, 0.0f), dinp = random_twin(n, 1.0f, 0.0f);
+  nn_rope_forward(&cpu, F(out, B, T, H, hd), F(inp, B, T, H, hd), F(tab, maxT, hd));
+  nn_rope_forward(&cpu, H(out, B, T, H, hd), H(inp, B, T, H, hd), H(tab, maxT, hd));
+  expect("rope_forward", &out, EXACT);
+  nn_rope_forward(&cpu, F(inp, B, T, H, hd), F(inp, B, T, H, hd), F(tab, maxT, hd));
+  nn_rope_forward(&cpu, H(inp, B, T, H, hd), H(inp, B, T, H, hd), H(tab, maxT, hd));
+  expect("rope_forward in place", &inp, EXACT);
+  nn_rope_backward(&cpu, F(dinp, B, T, H, hd), F(dout, B, T, H, hd), F(tab, maxT, hd));
+  nn_rope_backward(&cpu, H(dinp, B, T, H, hd), H(dout, B, T, H, hd), H(tab, maxT, hd));
+  expect("rope_backward", &dinp, EXACT);
+  release(&table), release(&tab), release(&inp), release(&out), release(&dout), release(&dinp);
+}
+
+/* GPT-2's attention on a packed qkv. */
+static void test_attention(int B, int T, int C, int NH) {
+  size_t N = (size_t)B * T;
+  struct twin qkv = random_twin(N * 3 * C, 1.0f, 0.0f), out = random_twin(N * C, 1.0f, 0.0f);
+  struct twin att = random_twin((size_t)B * NH * T * T, 1.0f, 0.0f);
+  nn_attention_forward(&cpu, F(out, N, C), F(att, B, NH, T, T), F(qkv, N, 3 * C));
+  nn_attention_forward(&cpu, H(out, N, C), H(att, B, NH, T, T), H(qkv, N, 3 * C));
+  expect("attention_forward att", &att, ROUNDED);
+  expect("attention_forward out", &out, ROUNDED);
+  struct twin a = twin_of(att.f, att.n);
+  struct twin dout = random_twin(N * C, 1.0f, 0.0f), dqkv = random_twin(N * 3 * C, 1.0f, 0.0f);
+  nn_attention_backward(&cpu, F(dqkv, N, 3 * C), F(dout, N, C), F(qkv, N, 3 * C), F(a, B, NH, T, T));
+  nn_attention_backward(&cpu, H(dqkv, N, 3 * C), H(dout, N, C), H(qkv, N, 3 * C), H(a, B, NH, T, T));
+  expect("attention_backward dqkv", &dqkv, ROUNDED);
+  release(&qkv), release(&out), release(&att), release(&a), release(&dout), release(&dqkv);
+}
+
+/* Llama's grouped-query attention; with_dq 0 leaves dq absent. */
+static void test_gqa_attention(int B, int T, int NH, int NKV, int hd, int with_dq) {
+  size_t nq = (size_t)B * T * NH * hd, nkv = (size_t)B * T * NKV * hd;
+  struct twin q = random_twin(nq, 1.0f, 0.0f), k = random_twin(nkv, 1.0f, 0.0f), v = random_twin(nkv, 1.0f, 0.0f);
+  struct twin out = random_twin(nq, 1.0f, 0.0f), att = random_twin((size_t)B * NH * T * T, 1.0f, 0.0f);
+  nn_gqa_attention_forward(&cpu, F(out, B * T, NH * hd), F(att, B, NH, T, T), F(q, B, T, NH, hd),
+                           F(k, B, T, NKV, hd), F(v, B, T, NKV, hd));
+  nn_gqa_attention_forward(&cpu, H(out, B * T, NH * hd), H(att, B, NH, T, T), H(q, B, T, NH, hd),
+                           H(k, B, T, NKV, hd), H(v, B, T, NKV, hd));
+  expect("gqa_attention_forward att", &att, ROUNDED);
+  expect("gqa_attention_forward out", &out, ROUNDED);
+  struct twin a = twin_of(att.f, att.n), dout = random_twin(nq, 1.0f, 0.0f);
+  struct twin dq = random_twin(nq, 1.0f, 0.0f), dk = random_twin(nkv, 1.0f, 0.0f), dv = random_twin(nkv, 1.0f, 0.0f);
+  nn_gqa_attention_backward(&cpu, with_dq ? F(dq, nq) : TENSOR_NONE, F(dk, nkv), F(dv, nkv), F(dout, B * T, NH * hd),
+                            F(q, B, T, NH, hd), F(k, B, T, NKV, hd), F(v, B, T, NKV, hd), F(a, B, NH, T, T));
+  nn_gqa_attention_backward(&cpu, with_dq ? H(dq, nq) : TENSOR_NONE, H(dk, nkv), H(dv, nkv), H(dout, B * T, NH * hd),
+                            H(q, B, T, NH, hd), H(k, B, T, NKV, hd), H(v, B, T, NKV, hd), H(a, B, NH, T, T));
+  if (with_dq) expect("gqa_attention_backward dq", &dq, ROUNDED);
+  expect(with_dq ? "gqa_attention_backward dk" : "gqa_attention_backward dk (no dq)", &dk, ROUNDED);
+  expect(with_dq ? "gqa_attention_backward dv" : "gqa_attention_backward dv (no dq)", &dv, ROUNDED);
+  release(&q), release(&k), release(&v), release(&out), release(&att), release(&a), release(&dout);
+  release(&dq), release(&dk), release(&dv);
+}
+
+/* n new queries against a cache of L positions. */
+static void test_cached_attention(int n, int L, int NH, int NKV, int hd) {
+  struct twin q = random_twin((size_t)n * NH * hd, 1.0f, 0.0f), k = random_twin((size_t)L * NKV * hd, 1.0f, 0.0f);
+  struct twin v = random_twin((size_t)L * NKV * hd, 1.0f, 0.0f), out = random_twin((size_t)n * NH * hd, 1.0f, 0.0f);
+  nn_cached_attention_forward(&cpu, F(out, n, NH * hd), F(q, n, NH, hd), F(k, L, NKV, hd), F(v, L, NKV, hd));
+  nn_cached_attention_forward(&cpu, H(out, n, NH * hd), H(q, n, NH, hd), H(k, L, NKV, hd), H(v, L, NKV, hd));
+  expect("cached_attention_forward", &out, ROUNDED);
+  release(&q), release(&k), release(&v), release(&out);
+}
+
+/* fp32 values the conversions treat specially, and their neighbourhoods: NaNs with
+ * payloads (signalling and quiet, both signs), infinities, zeros of both signs, fp32
+ * subnormals (bf16 keeps them), fp16's subnormals and its largest finite value, and
+ * values past it (which round to fp16's infinity). */
+static const uint32_t SPECIAL_BITS[] = {
+    0x7fc00000u, 0xffc00001u, 0x7f812345u, 0xff80abcdu, 0x7fa00000u, /* NaNs */
+    0x7f800000u, 0xff800000u, 0x00000000u, 0x80000000u,               /* infinities, zeros */
+    0x00000001u, 0x80012345u, 0x007fffffu, 0x00400000u,               /* fp32 subnormals */
+    0x33800000u, 0x337fffffu, 0x38000000u, 0x387fc000u,               /* fp16 subnormals: 2^-24 .. */
+    0x477fe000u, 0x477ff000u, 0x47800000u, 0xc7800000u,               /* 65504, 65520, 2^16 */
+    0x7f7fffffu, 0x3f800000u, 0xbf7fffffu,                            /* fp32's largest, 1, -(1-2^-24) */
+};
+enum { NUM_SPECIAL = sizeof SPECIAL_BITS / sizeof SPECIAL_BITS[0] };
+
+/* Through the residual (a + 0 and 0 + a: the widened value itself, rounded back), the
+ * encoder (a copy) and GELU (which turns them into other specials): the 16-bit outputs
+ * are the fp32 ones rounded, NaN payloads and signs included. */
+static void test_special_values(void) {
+  float x[NUM_SPECIAL], zeros[NUM_SPECIAL] = {0};
+  memcpy(x, SPECIAL_BITS, sizeof x);
+  size_t n = NUM_SPECIAL;
+  struct twin a = twin_of(x, n), z = twin_of(zeros, n), out = twin_of(zeros, n);
+  nn_residual_forward(&cpu, F(out, n), F(a, n), F(z, n));
+  nn_residual_forward(&cpu, H(out, n), H(a, n), H(z, n));
+  expect("special values: residual a + 0", &out, EXACT);
+  nn_residual_forward(&cpu, F(out, n), F(z, n), F(a, n));
+  nn_residual_forward(&cpu, H(out, n), H(z, n), H(a, n));
+  expect("special values: residual 0 + a", &out, EXACT);
+  int ids[NUM_SPECIAL];
+  for (size_t i = 0; i < n; i++) ids[i] = (int)(n - 1 - i);
+  nn_encoder_forward(&cpu, F(out, n, 1), tensor_2d(ids, DTYPE_I32, 1, n), F(a, n, 1), TENSOR_NONE);
+  nn_encoder_forward(&cpu, H(out, n, 1), tensor_2d(ids, DTYPE_I32, 1, n), H(a, n, 1), TENSOR_NONE);
+  expect("special values: encoder", &out, EXACT);
+  nn_gelu_forward(&cpu, F(out, n), F(a, n));
+  nn_gelu_forward(&cpu, H(out, n), H(a, n));
+  expect("special values: gelu", &out, ROUNDED);
+  release(&a), release(&z), release(&out);
+}
+
+/* The matmul computes in fp32 only for now: a 16-bit one must end the job, not read its
+ * 16-bit data as floats. First of all, before any kernel has started the OpenMP threads:
+ * a forked child has none, and the sanitizer would find their scratch leaked. */
+static void matmul_in_bf16(const void *arg) {
+  (void)arg;
+  uint16_t x[4] = {0}, w[4] = {0}, y[4] = {0};
+  nn_matmul_forward(&cpu, tensor_2d(y, DTYPE_BF16, 2, 2), tensor_2d(x, DTYPE_BF16, 2, 2),
+                    tensor_2d(w, DTYPE_BF16, 2, 2), TENSOR_NONE);
+}
+
+static void test_matmul_refused(void) {
+  checks++;
+  char message[4096];
+  int status = run_in_child(matmul_in_bf16, NULL, message, sizeof message);
+  int refused = WIFEXITED(status) && WEXITSTATUS(status) != 0 && strstr(message, "computes in fp32 only");
+  printf("bf16  matmul_forward refused: %s\n", refused ? "yes" : "NO");
+  if (!refused) {
+    failures++;
+    fprintf(stderr, "FAIL a bf16 matmul on the cpu was not refused (status %d): %s\n", status, message);
+  }
+}
+
+/* ---- AVX-512 against scalar ---- */
+
+/* n random values in dtype d (scale, shift), with a NaN and an infinity planted when
+ * specials: rows holding them must come out alike from both paths too. */
+static void *random_in(enum dtype d, size_t n, float scale, float shift, int specials) {
+  uint64_t stream = next_stream++;
+  float *x = fsdp_xmalloc(n * sizeof *x);
+  for (size_t i = 0; i < n; i++) x[i] = scale * rng_normal(SEED, stream, i) + shift;
+  if (specials) {
+    x[n / 7] = NAN;
+    x[n / 2] = -INFINITY;
+  }
+  if (d == DTYPE_F32) return x;
+  void *h = fsdp_xmalloc(n * sizeof(uint16_t));
+  dtype_pack(d, x, h, n);
+  free(x);
+  return h;
+}
+
+static void *copy_of(const void *x, size_t bytes) {
+  void *y = fsdp_xmalloc(bytes);
+  memcpy(y, x, bytes);
+  return y;
+}
+
+static void expect_same_bits(const char *what, enum dtype d, const void *vector, const void *scalar, size_t bytes) {
+  checks++;
+  int same = memcmp(vector, scalar, bytes) == 0;
+  printf("%-5s %-44s %s\n", dtype_name(d), what, same ? "AVX-512 and scalar alike" : "AVX-512 and scalar DIFFER");
+  if (!same) {
+    failures++;
+    fprintf(stderr, "FAIL %s %s: the AVX-512 path and the scalar path differ\n", dtype_name(d), what);
+  }
+}
+
+/* One norm's outputs and gradients on one path: LayerNorm's, then RMSNorm's. */
+enum {
+  LN_OUT, LN_MEAN, LN_RSTD, LN_DINP, LN_DWEIGHT, LN_DBIAS, RMS_OUT, RMS_RSTD, RMS_DINP, RMS_DWEIGHT, NORM_BUFFERS
+};
+static const char *const NORM_BUFFER_NAMES[NORM_BUFFERS] = {
+    "layernorm out", "layernorm mean", "layernorm rstd", "layernorm dinp", "layernorm dweight", "layernorm dbias",
+    "rmsnorm out", "rmsnorm rstd", "rmsnorm dinp", "rmsnorm dweight"};
+
+/* N rows (blocks of sixteen and a remainder, or none), C columns: LayerNorm and RMSNorm,
+ * forward and backward, on each path, from the same inputs and gradients. */
+static void test_norm_paths(enum dtype d, int N, int C) {
+  size_t n = (size_t)N * C, e = dtype_size(d);
+  void *inp = random_in(d, n, 2.0f, 3.0f, 1), *weight = random_in(d, (size_t)C, 1.0f, 1.0f, 0);
+  void *bias = random_in(d, (size_t)C, 0.3f, 0.0f, 0), *dout = random_in(d, n, 1.0f, 0.0f, 0);
+  void *dinp0 = random_in(d, n, 1.0f, 0.0f, 0), *dw0 = random_in(d, (size_t)C, 1.0f, 0.0f, 0);
+  size_t bytes[NORM_BUFFERS] = {n * e, N * sizeof(float), N * sizeof(float), n * e, C * e, C * e,
+                                n * e, N * sizeof(float), n * e, C * e};
+  void *runs[2][NORM_BUFFERS];
+  struct tensor x = tensor_2d(inp, d, N, C), w = tensor_1d(weight, d, C), dy = tensor_2d(dout, d, N, C);
+  for (int path = 0; path < 2; path++) {
+    simd_limit(path == 0 ? SIMD_AVX512 : SIMD_SCALAR);
+    void **r = runs[path];
+    for (int b = 0; b < NORM_BUFFERS; b++) r[b] = fsdp_xcalloc(1, bytes[b]);
+    memcpy(r[LN_DINP], dinp0, n * e), memcpy(r[RMS_DINP], dinp0, n * e);
+    memcpy(r[LN_DWEIGHT], dw0, C * e), memcpy(r[LN_DBIAS], dw0, C * e), memcpy(r[RMS_DWEIGHT], dw0, C * e);
+    struct tensor mean = tensor_1d(r[LN_MEAN], DTYPE_F32, N), rstd = tensor_1d(r[LN_RSTD], DTYPE_F32, N);
+    nn_layernorm_forward(&cpu, tensor_2d(r[LN_OUT], d, N, C), mean, rstd, x, w, tensor_1d(bias, d, C));
+    nn_layernorm_backward(&cpu, tensor_2d(r[LN_DINP], d, N, C), tensor_1d(r[LN_DWEIGHT], d, C),
+                          tensor_1d(r[LN_DBIAS], d, C), dy, x, w, mean, rstd);
+    struct tensor rms_rstd = tensor_1d(r[RMS_RSTD], DTYPE_F32, N);
+    nn_rmsnorm_forward(&cpu, tensor_2d(r[RMS_OUT], d, N, C), rms_rstd, x, w, 1e-5f);
+    nn_rmsnorm_backward(&cpu, tensor_2d(r[RMS_DINP], d, N, C), tensor_1d(r[RMS_DWEIGHT], d, C), dy, x, w, rms_rstd);
+  }
+  simd_limit(SIMD_AVX512);
+  for (int b = 0; b < NORM_BUFFERS; b++) {
+    char what[64];
+    snprintf(what, sizeof what, "(%d, %d) %s", N, C, NORM_BUFFER_NAMES[b]);
+    expect_same_bits(what, d, runs[0][b], runs[1][b], bytes[b]);
+  }
+  for (int path = 0; path < 2; path++)
+    for (int b = 0; b < NORM_BUFFERS; b++) free(runs[path][b]);
+  free(inp), free(weight), free(bias), free(dout), free(dinp0), free(dw0);
+}
+
+/* AdamW (fp32 whatever the compute dtype) over n elements: vectors and a remainder. */
+static void test_adamw_paths(size_t n) {
+  float *param0 = random_in(DTYPE_F32, n, 0.02f, 0.0f, 0), *grad = random_in(DTYPE_F32, n, 1e-3f, 0.0f, 1);
+  float *m0 = random_in(DTYPE_F32, n, 1e-4f, 0.0f, 0), *v0 = random_in(DTYPE_F32, n, 1e-6f, 1e-6f, 0);
+  struct nn_adamw h = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
+                       .bias_correction1 = 0.271f, .bias_correction2_sqrt = 0.3f};
+  float *out[2][3];
+  for (int path = 0; path < 2; path++) {
+    simd_limit(path == 0 ? SIMD_AVX512 : SIMD_SCALAR);
+    size_t bytes = n * sizeof(float);
+    float *p = copy_of(param0, bytes), *m = copy_of(m0, bytes), *v = copy_of(v0, bytes);
+    for (int step = 0; step < 3; step++)
+      nn_adamw(&cpu, tensor_1d(p, DTYPE_F32, n), tensor_1d(grad, DTYPE_F32, n), tensor_1d(m, DTYPE_F32, n),
+               tensor_1d(v, DTYPE_F32, n), &h);
+    out[path][0] = p, out[path][1] = m, out[path][2] = v;
+  }
+  simd_limit(SIMD_AVX512);
+  expect_same_bits("adamw param (3 steps)", DTYPE_F32, out[0][0], out[1][0], n * sizeof(float));
+  expect_same_bits("adamw m (3 steps)", DTYPE_F32, out[0][1], out[1][1], n * sizeof(float));
+  expect_same_bits("adamw v (3 steps)", DTYPE_F32, out[0][2], out[1][2], n * sizeof(float));
+  for (int path = 0; path < 2; path++)
+    for (int k = 0; k < 3; k++) free(out[path][k]);
+  free(param0), free(grad), free(m0), free(v0);
+}
+
+int main(void) {
+  cpu = (struct nn_ctx){device_cpu(), device_host_stream_create(device_cpu(), "nn_cpu16_test")};
+  test_matmul_refused();
+  static const enum dtype DTYPES[] = {DTYPE_BF16, DTYPE_F16};
+  for (size_t i = 0; i < sizeof DTYPES / sizeof DTYPES[0]; i++) {
+    dt = DTYPES[i];
+    test_encoder(3, 7, 37, 5, 1);
+    test_encoder(2, 9, 16, 4, 0);
+    /* 131 columns: three blocks of the parameter gradients, the last one short. */
+    test_layernorm(13, 131);
+    test_rmsnorm(11, 131, 0.0f);
+    test_rmsnorm(7, 67, 40.0f);
+    test_elementwise(2 * 2048 + 37);
+    test_crossentropy(9, 300);
+    test_rope(2, 9, 3, 16, 12);
+    test_attention(2, 37, 30, 5);
+    test_gqa_attention(2, 19, 6, 2, 8, 1);
+    test_gqa_attention(2, 11, 4, 4, 5, 0);
+    test_cached_attention(1, 9, 6, 2, 5);
+    test_cached_attention(3, 11, 6, 3, 8);
+    test_special_values();
+  }
+  if (simd_isa() < SIMD_AVX512)
+    printf("this CPU has no AVX-512: both paths below are the scalar one\n");
+  static const enum dtype ALL[] = {DTYPE_F32, DTYPE_BF16, DTYPE_F16};
+  for (size_t i = 0; i < sizeof ALL / sizeof ALL[0]; i++) {
+    test_norm_paths(ALL[i], 37, 131);
+    test_norm_paths(ALL[i], 16, 64);
+    test_norm_paths(ALL[i], 5, 20);
+  }
+  test_adamw_paths(16 * 1000 + 7);
+  stream_destroy(cpu.stream);
+  printf("nn_cpu16_test: %d checks, %d failures\n", checks, failures);
+  return failures ? 1 : 0;
+}
