@@ -1,5 +1,6 @@
-/* Private to src/nn/cpu: the CPU kernels (fp32, OpenBLAS, OpenMP) and how they read
- * their tensors. Each kernel takes its op's argument struct (../ops.h). */
+/* Private to src/nn/cpu: the CPU kernels (OpenMP loops, and oneDNN for the matrix
+ * products: onednn.h) and how they read their tensors. Each kernel takes its op's
+ * argument struct (../ops.h). */
 #ifndef FSDP_NN_CPU_H
 #define FSDP_NN_CPU_H
 

@@ -1,56 +1,83 @@
-#include <cblas.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cpu.h"
+#include "onednn.h"
 
 /* Columns per task in the bias gradient, as in layernorm_backward: a thread owns
  * its columns, so no accumulator is shared and rows are read contiguously. */
 #define MATMUL_COL_BLOCK 64
 
-/* out (N, OC) = inp (N, C) @ weight^T (C, OC) + bias.
- * The bias is broadcast into out first so that one sgemm with beta = 1 adds the product. */
-static void matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC) {
-  if (bias) {
-#pragma omp parallel for
-    for (int i = 0; i < N; i++) {
-      float *row = out + (size_t)i * OC;
-      for (int o = 0; o < OC; o++) row[o] = bias[o];
-    }
+/* The op's float tensors share one dtype (fp32, bf16 or fp16): its products accumulate
+ * in fp32 inside oneDNN, and each output is rounded once. */
+static enum dtype float_dtype(struct tensor t) {
+  FSDP_CHECK(t.data && (t.dtype == DTYPE_F32 || t.dtype == DTYPE_BF16 || t.dtype == DTYPE_F16));
+  return t.dtype;
+}
+
+static void same_dtype(struct tensor t, enum dtype d) { FSDP_CHECK(!t.data || t.dtype == d); }
+
+/* out (N, OC) = inp (N, C) @ weight^T (C, OC) + bias, the bias added by the primitive. */
+void cpu_matmul_forward(void *p) {
+  const struct matmul_args *a = p;
+  enum dtype d = float_dtype(a->inp);
+  same_dtype(a->out, d), same_dtype(a->weight, d), same_dtype(a->bias, d);
+  int64_t N = rows(a->inp), C = cols(a->inp), OC = dim(a->weight, 0);
+  struct onednn_matmul m = {.ndims = 2, .dtype = d, .c_dtype = d, .a = onednn_matrix(N, C),
+                            .b = onednn_transposed(OC, C), .c = onednn_matrix(N, OC), .bias = a->bias.data != NULL,
+                            .alpha = 1};
+  onednn_matmul(&m, a->inp.data, a->weight.data, a->bias.data, a->out.data);
+}
+
+static float load(const void *x, enum dtype d, size_t i) {
+  switch (d) {
+  case DTYPE_BF16: return bf16_to_f32(((const uint16_t *)x)[i]);
+  case DTYPE_F16: return f16_to_f32(((const uint16_t *)x)[i]);
+  default: return ((const float *)x)[i];
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, inp, C, weight, C, bias ? 1.0f : 0.0f, out,
-              OC);
+}
+
+static void store(void *x, enum dtype d, size_t i, float v) {
+  switch (d) {
+  case DTYPE_BF16: ((uint16_t *)x)[i] = f32_to_bf16(v); break;
+  case DTYPE_F16: ((uint16_t *)x)[i] = f32_to_f16(v); break;
+  default: ((float *)x)[i] = v;
+  }
+}
+
+/* dbias (OC) += column sums of dout (N, OC), summed in fp32 and rounded once. */
+static void bias_backward(void *dbias, const void *dout, enum dtype d, int N, int OC) {
+  int nblocks = (OC + MATMUL_COL_BLOCK - 1) / MATMUL_COL_BLOCK;
+#pragma omp parallel for
+  for (int blk = 0; blk < nblocks; blk++) {
+    int o0 = blk * MATMUL_COL_BLOCK;
+    int n = o0 + MATMUL_COL_BLOCK < OC ? MATMUL_COL_BLOCK : OC - o0;
+    float sum[MATMUL_COL_BLOCK];
+    for (int o = 0; o < n; o++) sum[o] = load(dbias, d, (size_t)o0 + o);
+    for (int i = 0; i < N; i++)
+      for (int o = 0; o < n; o++) sum[o] += load(dout, d, (size_t)i * OC + o0 + o);
+    for (int o = 0; o < n; o++) store(dbias, d, (size_t)o0 + o, sum[o]);
+  }
 }
 
 /* dinp (N, C) += dout (N, OC) @ weight (OC, C); dweight (OC, C) += dout^T @ inp;
- * dbias (OC) += column sums of dout. */
-static void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                     const float *weight, int N, int C, int OC) {
-  if (dinp)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight, C, 1.0f, dinp, C);
-  if (dweight)
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dweight, C);
-  if (dbias) {
-    int nblocks = (OC + MATMUL_COL_BLOCK - 1) / MATMUL_COL_BLOCK;
-#pragma omp parallel for
-    for (int blk = 0; blk < nblocks; blk++) {
-      int o0 = blk * MATMUL_COL_BLOCK;
-      int o1 = o0 + MATMUL_COL_BLOCK < OC ? o0 + MATMUL_COL_BLOCK : OC;
-      for (int i = 0; i < N; i++) {
-        const float *d = dout + (size_t)i * OC;
-        for (int o = o0; o < o1; o++) dbias[o] += d[o];
-      }
-    }
-  }
-}
-
-void cpu_matmul_forward(void *p) {
-  const struct matmul_args *a = p;
-  matmul_forward(f32(a->out), f32(a->inp), f32(a->weight), f32_or_null(a->bias), rows(a->inp), cols(a->inp),
-                 dim(a->weight, 0));
-}
-
+ * dbias (OC) += column sums of dout. The products accumulate through the primitive's
+ * sum post-op, which adds the old value in fp32 before the one rounding. */
 void cpu_matmul_backward(void *p) {
   const struct matmul_backward_args *a = p;
-  matmul_backward(f32_or_null(a->dinp), f32_or_null(a->dweight), f32_or_null(a->dbias), f32(a->dout), f32(a->inp),
-                  f32(a->weight), rows(a->inp), cols(a->inp), dim(a->weight, 0));
+  enum dtype d = float_dtype(a->dout);
+  same_dtype(a->inp, d), same_dtype(a->weight, d);
+  same_dtype(a->dinp, d), same_dtype(a->dweight, d), same_dtype(a->dbias, d);
+  int64_t N = rows(a->inp), C = cols(a->inp), OC = dim(a->weight, 0);
+  if (a->dinp.data) {
+    struct onednn_matmul m = {.ndims = 2, .dtype = d, .c_dtype = d, .a = onednn_matrix(N, OC),
+                              .b = onednn_matrix(OC, C), .c = onednn_matrix(N, C), .accumulate = 1, .alpha = 1};
+    onednn_matmul(&m, a->dout.data, a->weight.data, NULL, a->dinp.data);
+  }
+  if (a->dweight.data) {
+    struct onednn_matmul m = {.ndims = 2, .dtype = d, .c_dtype = d, .a = onednn_transposed(N, OC),
+                              .b = onednn_matrix(N, C), .c = onednn_matrix(OC, C), .accumulate = 1, .alpha = 1};
+    onednn_matmul(&m, a->dout.data, a->inp.data, NULL, a->dweight.data);
+  }
+  if (a->dbias.data) bias_backward(a->dbias.data, a->dout.data, d, (int)N, (int)OC);
 }

@@ -1,0 +1,244 @@
+#include "onednn.h"
+
+#include <dnnl.h>
+#include <dnnl_debug.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsdp/error.h"
+
+/* The C API of oneDNN 2.x (Debian 12's libdnnl-dev 2.6), built on OpenMP: the products
+ * then run on the OpenMP pool of the calling thread, beside our other kernels, where a
+ * TBB, threadpool or SYCL build would bring a second pool to fight it for the cores. */
+#if DNNL_VERSION_MAJOR != 2
+#error "fsdp needs oneDNN 2.x (the C API of dnnl_matmul_desc_init)"
+#endif
+#if DNNL_CPU_RUNTIME != DNNL_RUNTIME_OMP
+#error "fsdp needs a oneDNN built with OpenMP (DNNL_CPU_RUNTIME=OMP)"
+#endif
+
+enum { A, B, BIAS, C, OPERANDS };
+
+/* A primitive with the memory objects it runs on: they hold a problem's layouts, and
+ * each call only points them at its data. A problem with fp16 operands that oneDNN
+ * cannot run on this CPU (fp16 kernels need AVX512-FP16) runs as its fp32 twin on
+ * widened copies: widening is exact, so the product still accumulates in fp32 and c is
+ * rounded once, as the fp16 kernel would do it. */
+struct cached_matmul {
+  struct onednn_matmul key;
+  dnnl_primitive_t primitive;
+  dnnl_memory_t mem[OPERANDS]; /* mem[BIAS] NULL without a bias */
+  dnnl_memory_t scratchpad;    /* NULL: the primitive needs none */
+  int widened[OPERANDS];       /* this operand is fp16, passed to the primitive as fp32 */
+  size_t span[OPERANDS];       /* elements from an operand's first to its last, gaps included */
+};
+
+/* A buffer that only grows, so that a steady step allocates nothing. */
+struct buffer {
+  void *data;
+  size_t bytes;
+};
+
+/* One engine and stream for the process, the primitives seen so far, and the buffers
+ * they share: one scratchpad (user mode, so that oneDNN keeps no buffer per thread) and
+ * the fp32 copies of widened operands. The mutex makes products from several threads
+ * run one at a time: only a stream's thread calls them, and two would fight for the
+ * cores anyway. */
+static struct {
+  pthread_mutex_t mutex;
+  dnnl_engine_t engine;
+  dnnl_stream_t stream;
+  struct cached_matmul *cache;
+  size_t count, capacity;
+  struct buffer scratchpad, wide[OPERANDS];
+  uint64_t created;
+} lib = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+
+static void check(dnnl_status_t status, const char *call) {
+  if (status != dnnl_success) fsdp_fatal("oneDNN: %s failed: %s", call, dnnl_status2str(status));
+}
+#define DNNL(call) check((call), #call)
+
+static void *reserve(struct buffer *b, size_t bytes) {
+  if (bytes > b->bytes) {
+    free(b->data);
+    if (posix_memalign(&b->data, 64, bytes) != 0) fsdp_fatal("oneDNN matmul: out of memory for %zu bytes", bytes);
+    b->bytes = bytes;
+  }
+  return b->data;
+}
+
+struct onednn_operand onednn_matrix(int64_t rows, int64_t cols) {
+  return (struct onednn_operand){{rows, cols}, {cols, 1}};
+}
+
+struct onednn_operand onednn_transposed(int64_t rows, int64_t cols) {
+  return (struct onednn_operand){{cols, rows}, {1, cols}};
+}
+
+static dnnl_data_type_t data_type(int64_t d) {
+  switch (d) {
+  case DTYPE_F32: return dnnl_f32;
+  case DTYPE_BF16: return dnnl_bf16;
+  case DTYPE_F16: return dnnl_f16;
+  default: fsdp_fatal("oneDNN matmul: no %s operands", dtype_name((enum dtype)d));
+  }
+}
+
+/* The bias as the primitive takes it: a row of c's last dimension, 1 in every other. */
+static struct onednn_operand bias_row(const struct onednn_matmul *m) {
+  struct onednn_operand row = {{0}, {0}};
+  int64_t n = m->c.dims[m->ndims - 1];
+  for (int64_t i = 0; i < m->ndims; i++) row.dims[i] = 1, row.strides[i] = n;
+  row.dims[m->ndims - 1] = n;
+  row.strides[m->ndims - 1] = 1;
+  return row;
+}
+
+static size_t span(const struct onednn_operand *o, int64_t ndims) {
+  size_t last = 0;
+  for (int64_t i = 0; i < ndims; i++) last += (size_t)(o->dims[i] - 1) * (size_t)o->strides[i];
+  return last + 1;
+}
+
+static void describe_problem(const struct onednn_matmul *m, char *buf, size_t size) {
+  int n = snprintf(buf, size, "%s x %s -> %s, c", dtype_name((enum dtype)m->dtype), dtype_name((enum dtype)m->dtype),
+                   dtype_name((enum dtype)m->c_dtype));
+  for (int64_t i = 0; i < m->ndims && n > 0 && (size_t)n < size; i++)
+    n += snprintf(buf + n, size - n, "%s%lld", i ? " x " : " ", (long long)m->c.dims[i]);
+  if (n > 0 && (size_t)n < size) snprintf(buf + n, size - n, ", K %lld", (long long)m->a.dims[m->ndims - 1]);
+}
+
+static dnnl_primitive_attr_t attributes(const struct onednn_matmul *m) {
+  dnnl_primitive_attr_t attr;
+  DNNL(dnnl_primitive_attr_create(&attr));
+  DNNL(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+  if (m->alpha != 1.0) {
+    /* Output scales apply to the product before the post-ops: c = alpha * a @ b + c. */
+    float alpha = (float)m->alpha;
+    DNNL(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha));
+  }
+  if (m->accumulate) {
+    dnnl_post_ops_t post_ops;
+    DNNL(dnnl_post_ops_create(&post_ops));
+    DNNL(dnnl_post_ops_append_sum(post_ops, 1.0f));
+    DNNL(dnnl_primitive_attr_set_post_ops(attr, post_ops));
+    DNNL(dnnl_post_ops_destroy(post_ops));
+  }
+  return attr;
+}
+
+/* The primitive's descriptor for operands of the given dtypes (a, b and bias share one). */
+static dnnl_status_t describe(const struct onednn_matmul *m, int64_t dtype, int64_t c_dtype,
+                              dnnl_memory_desc_t md[OPERANDS], dnnl_primitive_desc_t *pd) {
+  struct onednn_operand bias = bias_row(m);
+  const struct onednn_operand *layout[OPERANDS] = {&m->a, &m->b, &bias, &m->c};
+  for (int i = 0; i < OPERANDS; i++) {
+    dnnl_dims_t dims = {0}, strides = {0};
+    memcpy(dims, layout[i]->dims, sizeof layout[i]->dims);
+    memcpy(strides, layout[i]->strides, sizeof layout[i]->strides);
+    DNNL(dnnl_memory_desc_init_by_strides(&md[i], (int)m->ndims, dims, data_type(i == C ? c_dtype : dtype), strides));
+  }
+  dnnl_matmul_desc_t desc;
+  DNNL(dnnl_matmul_desc_init(&desc, &md[A], &md[B], m->bias ? &md[BIAS] : NULL, &md[C]));
+  dnnl_primitive_attr_t attr = attributes(m);
+  dnnl_status_t status = dnnl_primitive_desc_create(pd, &desc, attr, lib.engine, NULL);
+  DNNL(dnnl_primitive_attr_destroy(attr));
+  return status;
+}
+
+static int64_t widened_dtype(int64_t d) { return d == DTYPE_F16 ? DTYPE_F32 : d; }
+
+static struct cached_matmul create(const struct onednn_matmul *m) {
+  FSDP_CHECK(m->ndims >= 2 && m->ndims <= ONEDNN_MAX_DIMS && m->alpha != 0.0);
+  struct cached_matmul e = {.key = *m};
+  dnnl_memory_desc_t md[OPERANDS];
+  dnnl_primitive_desc_t pd;
+  dnnl_status_t status = describe(m, m->dtype, m->c_dtype, md, &pd);
+  if (status == dnnl_unimplemented && (m->dtype == DTYPE_F16 || m->c_dtype == DTYPE_F16)) {
+    status = describe(m, widened_dtype(m->dtype), widened_dtype(m->c_dtype), md, &pd);
+    e.widened[A] = e.widened[B] = e.widened[BIAS] = m->dtype == DTYPE_F16;
+    e.widened[C] = m->c_dtype == DTYPE_F16;
+  }
+  if (status != dnnl_success) {
+    char problem[160];
+    describe_problem(m, problem, sizeof problem);
+    fsdp_fatal("oneDNN has no matmul for %s%s%s: %s", problem, m->bias ? ", bias" : "",
+               m->accumulate ? ", accumulating" : "", dnnl_status2str(status));
+  }
+  struct onednn_operand bias = bias_row(m);
+  const struct onednn_operand *layout[OPERANDS] = {&m->a, &m->b, &bias, &m->c};
+  for (int i = 0; i < OPERANDS; i++) {
+    e.span[i] = span(layout[i], m->ndims);
+    if (i != BIAS || m->bias) DNNL(dnnl_memory_create(&e.mem[i], &md[i], lib.engine, DNNL_MEMORY_NONE));
+  }
+  const dnnl_memory_desc_t *scratch = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  size_t scratch_bytes = scratch ? dnnl_memory_desc_get_size(scratch) : 0;
+  if (scratch_bytes > 0) {
+    DNNL(dnnl_memory_create(&e.scratchpad, scratch, lib.engine, DNNL_MEMORY_NONE));
+    reserve(&lib.scratchpad, scratch_bytes);
+  }
+  DNNL(dnnl_primitive_create(&e.primitive, pd));
+  DNNL(dnnl_primitive_desc_destroy(pd));
+  lib.created++;
+  return e;
+}
+
+/* The cached primitive of m, created if m is new; under lib.mutex. A few dozen problems
+ * in a model, so a linear search costs nothing next to the product. */
+static struct cached_matmul *lookup(const struct onednn_matmul *m) {
+  for (size_t i = 0; i < lib.count; i++)
+    if (memcmp(&lib.cache[i].key, m, sizeof *m) == 0) return &lib.cache[i];
+  if (!lib.engine) {
+    DNNL(dnnl_engine_create(&lib.engine, dnnl_cpu, 0));
+    DNNL(dnnl_stream_create(&lib.stream, lib.engine, dnnl_stream_default_flags));
+  }
+  if (lib.count == lib.capacity) {
+    lib.capacity = lib.capacity ? 2 * lib.capacity : 32;
+    struct cached_matmul *grown = realloc(lib.cache, lib.capacity * sizeof *grown);
+    if (!grown) fsdp_fatal("oneDNN matmul: out of memory for %zu cached primitives", lib.capacity);
+    lib.cache = grown;
+  }
+  lib.cache[lib.count] = create(m);
+  return &lib.cache[lib.count++];
+}
+
+void onednn_matmul(const struct onednn_matmul *m, const void *a, const void *b, const void *bias, void *c) {
+  pthread_mutex_lock(&lib.mutex);
+  struct cached_matmul *e = lookup(m);
+  /* oneDNN's memory objects take non-const handles; the primitive only reads a, b and bias. */
+  void *data[OPERANDS] = {(void *)a, (void *)b, (void *)bias, c};
+  for (int i = 0; i < OPERANDS; i++) {
+    if (!e->widened[i] || !e->mem[i]) continue;
+    float *wide = reserve(&lib.wide[i], e->span[i] * sizeof(float));
+    /* c too, whether or not the product accumulates: the gaps of a strided c are
+     * written back as they were. */
+    dtype_unpack(DTYPE_F16, data[i], wide, e->span[i]);
+    data[i] = wide;
+  }
+  dnnl_exec_arg_t args[OPERANDS + 1];
+  int nargs = 0;
+  static const int arg_of[OPERANDS] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST};
+  for (int i = 0; i < OPERANDS; i++) {
+    if (!e->mem[i]) continue;
+    DNNL(dnnl_memory_set_data_handle(e->mem[i], data[i]));
+    args[nargs++] = (dnnl_exec_arg_t){arg_of[i], e->mem[i]};
+  }
+  if (e->scratchpad) {
+    DNNL(dnnl_memory_set_data_handle(e->scratchpad, lib.scratchpad.data));
+    args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->scratchpad};
+  }
+  DNNL(dnnl_primitive_execute(e->primitive, lib.stream, nargs, args));
+  DNNL(dnnl_stream_wait(lib.stream));
+  if (e->widened[C]) dtype_pack(DTYPE_F16, data[C], c, e->span[C]);
+  pthread_mutex_unlock(&lib.mutex);
+}
+
+uint64_t onednn_primitives_created(void) {
+  pthread_mutex_lock(&lib.mutex);
+  uint64_t n = lib.created;
+  pthread_mutex_unlock(&lib.mutex);
+  return n;
+}
