@@ -9,7 +9,7 @@
 #            [--steps N] [--warmup K] [--rounds R] [--torch-attention sdpa|eager]
 #            [--data FILE] [--build DIR] [--keep-logs]
 # Both programs are launched by the same mpirun (--bind-to none), one thread a rank
-# (OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=MKL_NUM_THREADS=1, torch.set_num_threads(1)),
+# (OMP_NUM_THREADS=MKL_NUM_THREADS=1, torch.set_num_threads(1)),
 # and each rank runs under GNU time for its peak RSS. A run's step time is the median of
 # rank 0's steps after the first K (default 5); ours and PyTorch run in turn, R rounds
 # (default 3), and the table shows the median over the rounds. PyTorch's attention is
@@ -68,7 +68,7 @@ FLAGS=(--model llama3-debug --data "$DATA" --global-batch-size "$G" --seq-len "$
 
 # Open MPI binds ranks to cores by default when np <= 2; --bind-to none leaves them to the OS.
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none
-        -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 -x MKL_NUM_THREADS=1)
+        -x OMP_NUM_THREADS=1 -x MKL_NUM_THREADS=1)
 # Each rank under GNU time: its peak RSS (KiB), user and system seconds to PREFIX.rankR.
 per_rank_time='exec /usr/bin/time -f "%M %U %S" -o "$0.rank$OMPI_COMM_WORLD_RANK" "$@"'
 
@@ -115,7 +115,7 @@ echo "   attention: $ATTENTION)"
 echo "   machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -I)"
 echo "   mpirun --bind-to none, 1 thread a rank; ms/step: median of rank 0's steps $((WARMUP + 1))..$STEPS,"
 echo "   then the median over $ROUNDS rounds (ours and PyTorch in turn)"
-echo "   inherited: OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE-<unset>} (ours: OpenBLAS; PyTorch's wheel: its own MKL)"
+echo "   products: ours oneDNN (Debian), PyTorch's wheel its own MKL and oneDNN"
 echo
 "$PY" - "$TMP" "$WARMUP" "$ROUNDS" "$WORLDS" "$((G * SEQ))" <<'PYEOF'
 import glob, json, statistics as st, sys
