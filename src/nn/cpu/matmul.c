@@ -16,13 +16,15 @@ static enum dtype float_dtype(struct tensor t) {
   return t.dtype;
 }
 
-static void same_dtype(struct tensor t, enum dtype d) { FSDP_CHECK(!t.data || t.dtype == d); }
+static void required(struct tensor t, enum dtype d) { FSDP_CHECK(t.data && t.dtype == d); }
+/* A bias, or a gradient nobody needs: absent, or in the op's dtype. */
+static void optional(struct tensor t, enum dtype d) { FSDP_CHECK(!t.data || t.dtype == d); }
 
 /* out (N, OC) = inp (N, C) @ weight^T (C, OC) + bias, the bias added by the primitive. */
 void cpu_matmul_forward(void *p) {
   const struct matmul_args *a = p;
   enum dtype d = float_dtype(a->inp);
-  same_dtype(a->out, d), same_dtype(a->weight, d), same_dtype(a->bias, d);
+  required(a->out, d), required(a->weight, d), optional(a->bias, d);
   int64_t N = rows(a->inp), C = cols(a->inp), OC = dim(a->weight, 0);
   struct onednn_matmul m = {.ndims = 2, .dtype = d, .c_dtype = d, .a = onednn_matrix(N, C),
                             .b = onednn_transposed(OC, C), .c = onednn_matrix(N, OC), .bias = a->bias.data != NULL,
@@ -92,8 +94,8 @@ static void bias_backward(void *dbias, const void *dout, enum dtype d, int N, in
 void cpu_matmul_backward(void *p) {
   const struct matmul_backward_args *a = p;
   enum dtype d = float_dtype(a->dout);
-  same_dtype(a->inp, d), same_dtype(a->weight, d);
-  same_dtype(a->dinp, d), same_dtype(a->dweight, d), same_dtype(a->dbias, d);
+  required(a->inp, d), required(a->weight, d);
+  optional(a->dinp, d), optional(a->dweight, d), optional(a->dbias, d);
   int64_t N = rows(a->inp), C = cols(a->inp), OC = dim(a->weight, 0);
   if (a->dinp.data) {
     struct onednn_matmul m = {.ndims = 2, .dtype = d, .c_dtype = d, .a = onednn_matrix(N, OC),
