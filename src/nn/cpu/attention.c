@@ -1,6 +1,6 @@
 #include <math.h>
+#include <omp.h>
 #include <stddef.h>
-#include <stdint.h>
 
 #include "cpu.h"
 #include "onednn.h"
@@ -18,104 +18,103 @@ struct head_layout {
   int B, T, NH, NKV, hs, qs, kvs;
 };
 
-/* The products run batched over (B, NKV), one call per query head of a kv group:
- * member g of every group is query head kv * group + g, so its heads are group * hs
- * floats apart in a row and its pointer starts g * hs in. A kv head's q-side operands
- * (q, dq, out, dout) are such views; k, v, dk and dv have step 1. */
-static struct onednn_operand heads(const struct head_layout *hl, int64_t stride, int64_t step) {
-  return (struct onednn_operand){{hl->B, hl->NKV, hl->T, hl->hs}, {hl->T * stride, step * hl->hs, stride, 1}};
+/* The heads run in one parallel region, each thread its heads' products one after the
+ * other with oneDNN's sgemm, single-threaded inside the region, and the softmax between
+ * them while the head's scores are in cache. Batched matmul primitives over all heads
+ * were slower here: each of their parallel regions waits for the slowest thread, and
+ * on shared cores a preempted thread stalled every one of them (docs/benchmarks.md). */
+
+/* Where head h of batch b starts in a view whose positions are stride floats apart. */
+static size_t at(const struct head_layout *hl, int stride, int b, int h) {
+  return (size_t)b * hl->T * stride + (size_t)h * hl->hs;
 }
 
-/* The same heads as (hs, T) matrices. */
-static struct onednn_operand heads_transposed(const struct head_layout *hl, int64_t stride, int64_t step) {
-  return (struct onednn_operand){{hl->B, hl->NKV, hl->hs, hl->T}, {hl->T * stride, step * hl->hs, 1, stride}};
-}
-
-/* Member g's (T, T) scores in att (B, NH, T, T), from att + g * T * T, or their transposes. */
-static struct onednn_operand scores(const struct head_layout *hl, int transposed) {
-  int64_t T = hl->T, group = hl->NH / hl->NKV;
-  return (struct onednn_operand){{hl->B, hl->NKV, T, T},
-                                 {hl->NH * T * T, group * T * T, transposed ? 1 : T, transposed ? T : 1}};
-}
-
-/* c (+)= alpha * a @ b over the (B, NKV) heads, in fp32. */
-static void heads_product(struct onednn_operand a, struct onednn_operand b, struct onednn_operand c, float alpha,
-                          int accumulate, const float *pa, const float *pb, float *pc) {
-  struct onednn_matmul m = {.ndims = 4, .dtype = DTYPE_F32, .c_dtype = DTYPE_F32, .a = a, .b = b, .c = c,
-                            .accumulate = accumulate, .alpha = alpha};
-  onednn_matmul(&m, pa, pb, NULL, pc);
-}
-
-/* att = softmax_causal(q k^T / sqrt(hs)), out = att @ v. The scores are computed for the
- * whole (T, T) square; the softmax overwrites the masked upper triangle with 0. */
-static void attention_forward(float *out, float *att, const float *q, const float *k, const float *v,
+/* For each (b, h): att = softmax_causal(q k^T / sqrt(hs)), out = att @ v.
+ * The scores are computed straight into att; the sgemm fills the masked upper
+ * triangle too, which the softmax overwrites with 0 (cheaper than per-row gemv). */
+static void attention_forward(float *out, float *att, const float *qb, const float *kb, const float *vb,
                               const struct head_layout *hl) {
   int T = hl->T, hs = hl->hs, group = hl->NH / hl->NKV;
-  int64_t os = (int64_t)hl->NH * hs, TT = (int64_t)T * T;
+  int os = hl->NH * hs;
   float scale = 1.0f / sqrtf((float)hs);
-  for (int g = 0; g < group; g++)
-    heads_product(heads(hl, hl->qs, group), heads_transposed(hl, hl->kvs, 1), scores(hl, 0), scale, 0,
-                  q + g * hs, k, att + g * TT);
-  int64_t nrows = (int64_t)hl->B * hl->NH * T;
-#pragma omp parallel for
-  for (int64_t r = 0; r < nrows; r++) {
-    int t = (int)(r % T);
-    float *row = att + r * T;
-    float maxval = -INFINITY;
+#pragma omp parallel for collapse(2)
+  for (int b = 0; b < hl->B; b++) {
+    for (int h = 0; h < hl->NH; h++) {
+      const float *q = qb + at(hl, hl->qs, b, h);
+      const float *k = kb + at(hl, hl->kvs, b, h / group);
+      const float *v = vb + at(hl, hl->kvs, b, h / group);
+      float *a = att + ((size_t)b * hl->NH + h) * T * T;
+      onednn_sgemm(0, 1, T, T, hs, scale, q, hl->qs, k, hl->kvs, 0.0f, a, T);
+      for (int t = 0; t < T; t++) {
+        float *row = a + (size_t)t * T;
+        float maxval = -INFINITY;
 #pragma omp simd reduction(max : maxval)
-    for (int s = 0; s <= t; s++) maxval = row[s] > maxval ? row[s] : maxval;
-    float sum = 0.0f;
+        for (int s = 0; s <= t; s++) maxval = row[s] > maxval ? row[s] : maxval;
+        float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-    for (int s = 0; s <= t; s++) {
-      row[s] = expf(row[s] - maxval);
-      sum += row[s];
+        for (int s = 0; s <= t; s++) {
+          row[s] = expf(row[s] - maxval);
+          sum += row[s];
+        }
+        float inv = 1.0f / sum;
+        for (int s = 0; s <= t; s++) row[s] *= inv;
+        for (int s = t + 1; s < T; s++) row[s] = 0.0f;
+      }
+      float *o = out + at(hl, os, b, h);
+      onednn_sgemm(0, 0, T, hs, T, 1.0f, a, T, v, hl->kvs, 0.0f, o, os);
     }
-    float inv = 1.0f / sum;
-    for (int s = 0; s <= t; s++) row[s] *= inv;
-    for (int s = t + 1; s < T; s++) row[s] = 0.0f;
   }
-  for (int g = 0; g < group; g++)
-    heads_product(scores(hl, 0), heads(hl, hl->kvs, 1), heads(hl, os, group), 1.0f, 0, att + g * TT, v,
-                  out + g * hs);
 }
 
-/* datt = dout v^T; dv += att^T dout; dpreatt = att * (datt - rowsum(att * datt))
- * (softmax backward; 0 where masked); dq += dpreatt k / sqrt(hs); dk += dpreatt^T q / sqrt(hs).
- * dk and dv take the sum over a group's query heads, added one head after another.
- * Absent gradients (NULL) are skipped. datt/dpreatt live in scratch, one (T, T) per
- * head (cpu_attention_backward_scratch): as large as att. */
-size_t cpu_attention_backward_scratch(const struct tensor *att) { return tensor_numel(att) * sizeof(float); }
+/* For each (b, h): datt = dout v^T; dv += att^T dout;
+ * dpreatt = att * (datt - rowsum(att * datt)) (softmax backward; 0 where masked);
+ * dq += dpreatt k / sqrt(hs); dk += dpreatt^T q / sqrt(hs). A task owns a kv head
+ * and runs the query heads sharing it one after another, so no two threads add to
+ * the same dk or dv. Absent gradients (NULL) are skipped.
+ * datt/dpreatt live in one T x T scratch per thread (cpu_attention_backward_scratch). */
+size_t cpu_attention_backward_scratch(const struct tensor *att) {
+  return (size_t)nn_num_threads() * att->shape[2] * att->shape[3] * sizeof(float);
+}
 
-static void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
-                               const float *v, const float *att, float *dpre, const struct head_layout *hl) {
+static void attention_backward(float *dqb, float *dkb, float *dvb, const float *dout, const float *qb,
+                               const float *kb, const float *vb, const float *att, float *scratch,
+                               const struct head_layout *hl) {
   int T = hl->T, hs = hl->hs, group = hl->NH / hl->NKV;
-  int64_t os = (int64_t)hl->NH * hs, TT = (int64_t)T * T;
+  int os = hl->NH * hs;
   float scale = 1.0f / sqrtf((float)hs);
-  for (int g = 0; dv && g < group; g++)
-    heads_product(scores(hl, 1), heads(hl, os, group), heads(hl, hl->kvs, 1), 1.0f, 1, att + g * TT,
-                  dout + g * hs, dv);
-  if (!dq && !dk) return;
-  for (int g = 0; g < group; g++)
-    heads_product(heads(hl, os, group), heads_transposed(hl, hl->kvs, 1), scores(hl, 0), 1.0f, 0, dout + g * hs,
-                  v, dpre + g * TT);
-  int64_t nrows = (int64_t)hl->B * hl->NH * T;
-#pragma omp parallel for
-  for (int64_t r = 0; r < nrows; r++) {
-    int t = (int)(r % T);
-    const float *arow = att + r * T;
-    float *row = dpre + r * T;
-    float dot = 0.0f;
+#pragma omp parallel for collapse(2)
+  for (int b = 0; b < hl->B; b++) {
+    for (int g = 0; g < hl->NKV; g++) {
+      float *dpre = scratch + (size_t)omp_get_thread_num() * T * T;
+      const float *k = kb + at(hl, hl->kvs, b, g);
+      const float *v = vb + at(hl, hl->kvs, b, g);
+      float *dk = dkb ? dkb + at(hl, hl->kvs, b, g) : NULL;
+      float *dv = dvb ? dvb + at(hl, hl->kvs, b, g) : NULL;
+      for (int h = g * group; h < (g + 1) * group; h++) {
+        const float *q = qb + at(hl, hl->qs, b, h);
+        float *dq = dqb ? dqb + at(hl, hl->qs, b, h) : NULL;
+        const float *a = att + ((size_t)b * hl->NH + h) * T * T;
+        const float *d = dout + at(hl, os, b, h);
+        if (dv)
+          onednn_sgemm(1, 0, T, hs, T, 1.0f, a, T, d, os, 1.0f, dv, hl->kvs);
+        if (!dq && !dk) continue;
+        onednn_sgemm(0, 1, T, T, hs, 1.0f, d, os, v, hl->kvs, 0.0f, dpre, T);
+        for (int t = 0; t < T; t++) {
+          const float *arow = a + (size_t)t * T;
+          float *row = dpre + (size_t)t * T;
+          float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
-    for (int s = 0; s <= t; s++) dot += arow[s] * row[s];
-    for (int s = 0; s <= t; s++) row[s] = arow[s] * (row[s] - dot);
-    for (int s = t + 1; s < T; s++) row[s] = 0.0f;
+          for (int s = 0; s <= t; s++) dot += arow[s] * row[s];
+          for (int s = 0; s <= t; s++) row[s] = arow[s] * (row[s] - dot);
+          for (int s = t + 1; s < T; s++) row[s] = 0.0f;
+        }
+        if (dq)
+          onednn_sgemm(0, 0, T, hs, T, scale, dpre, T, k, hl->kvs, 1.0f, dq, hl->qs);
+        if (dk)
+          onednn_sgemm(1, 0, T, hs, T, scale, dpre, T, q, hl->qs, 1.0f, dk, hl->kvs);
+      }
+    }
   }
-  for (int g = 0; dq && g < group; g++)
-    heads_product(scores(hl, 0), heads(hl, hl->kvs, 1), heads(hl, hl->qs, group), scale, 1, dpre + g * TT, k,
-                  dq + g * hs);
-  for (int g = 0; dk && g < group; g++)
-    heads_product(scores(hl, 1), heads(hl, hl->qs, group), heads(hl, hl->kvs, 1), scale, 1, dpre + g * TT,
-                  q + g * hs, dk);
 }
 
 /* GPT-2's packed qkv (B, T, 3C): q, k and v side by side in each row, NKV = NH. */

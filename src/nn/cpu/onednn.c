@@ -236,6 +236,11 @@ void onednn_matmul(const struct onednn_matmul *m, const void *a, const void *b, 
   pthread_mutex_unlock(&lib.mutex);
 }
 
+void onednn_sgemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *a,
+                  int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+  DNNL(dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, a, lda, b, ldb, beta, c, ldc));
+}
+
 uint64_t onednn_primitives_created(void) {
   pthread_mutex_lock(&lib.mutex);
   uint64_t n = lib.created;

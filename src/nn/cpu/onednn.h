@@ -42,6 +42,13 @@ struct onednn_operand onednn_transposed(int64_t rows, int64_t cols);
 
 void onednn_matmul(const struct onednn_matmul *m, const void *a, const void *b, const void *bias, void *c);
 
+/* c (M, N) = alpha * op(a) @ op(b) + beta * c in fp32, row-major with leading dimensions
+ * lda, ldb, ldc, op transposing where trans_a / trans_b is 1: BLAS's sgemm, oneDNN's.
+ * It keeps no state, so the threads of a parallel region may each run one at once
+ * (single-threaded inside the region); onednn_matmul runs one product at a time. */
+void onednn_sgemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *a,
+                  int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+
 /* How many primitives have been created since the start: tests check that a repeated
  * problem creates none. */
 uint64_t onednn_primitives_created(void);
