@@ -26,9 +26,8 @@ void cpu_matmul_forward(void *p) {
   enum dtype d = float_dtype(a->inp);
   required(a->out, d), required(a->weight, d), optional(a->bias, d);
   int64_t N = rows(a->inp), C = cols(a->inp), OC = dim(a->weight, 0);
-  struct onednn_matmul m = {.ndims = 2, .dtype = d, .c_dtype = d, .a = onednn_matrix(N, C),
-                            .b = onednn_transposed(OC, C), .c = onednn_matrix(N, OC), .bias = a->bias.data != NULL,
-                            .alpha = 1};
+  struct onednn_matmul m = {.dtype = d, .a = onednn_matrix(N, C), .b = onednn_transposed(OC, C),
+                            .c = onednn_matrix(N, OC), .bias = a->bias.data != NULL};
   onednn_matmul(&m, a->inp.data, a->weight.data, a->bias.data, a->out.data);
 }
 
@@ -98,13 +97,13 @@ void cpu_matmul_backward(void *p) {
   optional(a->dinp, d), optional(a->dweight, d), optional(a->dbias, d);
   int64_t N = rows(a->inp), C = cols(a->inp), OC = dim(a->weight, 0);
   if (a->dinp.data) {
-    struct onednn_matmul m = {.ndims = 2, .dtype = d, .c_dtype = d, .a = onednn_matrix(N, OC),
-                              .b = onednn_matrix(OC, C), .c = onednn_matrix(N, C), .accumulate = 1, .alpha = 1};
+    struct onednn_matmul m = {.dtype = d, .a = onednn_matrix(N, OC),
+                              .b = onednn_matrix(OC, C), .c = onednn_matrix(N, C), .accumulate = 1};
     onednn_matmul(&m, a->dout.data, a->weight.data, NULL, a->dinp.data);
   }
   if (a->dweight.data) {
-    struct onednn_matmul m = {.ndims = 2, .dtype = d, .c_dtype = d, .a = onednn_transposed(N, OC),
-                              .b = onednn_matrix(N, C), .c = onednn_matrix(OC, C), .accumulate = 1, .alpha = 1};
+    struct onednn_matmul m = {.dtype = d, .a = onednn_transposed(N, OC),
+                              .b = onednn_matrix(N, C), .c = onednn_matrix(OC, C), .accumulate = 1};
     onednn_matmul(&m, a->dout.data, a->inp.data, NULL, a->dweight.data);
   }
   if (a->dbias.data) bias_backward(a->dbias.data, a->dout.data, d, (int)N, (int)OC);

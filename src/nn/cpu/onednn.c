@@ -3,7 +3,6 @@
 #include <dnnl.h>
 #include <dnnl_debug.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,16 +21,16 @@
 enum { A, B, BIAS, C, OPERANDS };
 
 /* A primitive with the memory objects it runs on: they hold a problem's layouts, and
- * each call only points them at its data. A problem with fp16 operands that oneDNN
- * cannot run on this CPU (fp16 kernels need AVX512-FP16) runs as its fp32 twin on
- * widened copies: widening is exact, so the product still accumulates in fp32 and c is
- * rounded once, as the fp16 kernel would do it. */
+ * each call only points them at its data. An fp16 problem that oneDNN cannot run on
+ * this CPU (its fp16 kernels need AVX512-FP16) runs as its fp32 twin on widened copies:
+ * widening is exact, so the product still accumulates in fp32 and c is rounded once,
+ * as the fp16 kernel would do it. */
 struct cached_matmul {
   struct onednn_matmul key;
   dnnl_primitive_t primitive;
   dnnl_memory_t mem[OPERANDS]; /* mem[BIAS] NULL without a bias */
   dnnl_memory_t scratchpad;    /* NULL: the primitive needs none */
-  int widened[OPERANDS];       /* this operand is fp16, passed to the primitive as fp32 */
+  int widened;                 /* fp16 operands, passed to the primitive as fp32 */
   size_t span[OPERANDS];       /* elements from an operand's first to its last, gaps included */
 };
 
@@ -87,39 +86,19 @@ static dnnl_data_type_t data_type(int64_t d) {
   }
 }
 
-/* The bias as the primitive takes it: a row of c's last dimension, 1 in every other. */
+/* The bias as the primitive takes it: a (1, N) row. */
 static struct onednn_operand bias_row(const struct onednn_matmul *m) {
-  struct onednn_operand row = {{0}, {0}};
-  int64_t n = m->c.dims[m->ndims - 1];
-  for (int64_t i = 0; i < m->ndims; i++) row.dims[i] = 1, row.strides[i] = n;
-  row.dims[m->ndims - 1] = n;
-  row.strides[m->ndims - 1] = 1;
-  return row;
+  return onednn_matrix(1, m->c.dims[1]);
 }
 
-static size_t span(const struct onednn_operand *o, int64_t ndims) {
-  size_t last = 0;
-  for (int64_t i = 0; i < ndims; i++) last += (size_t)(o->dims[i] - 1) * (size_t)o->strides[i];
-  return last + 1;
-}
-
-static void describe_problem(const struct onednn_matmul *m, char *buf, size_t size) {
-  int n = snprintf(buf, size, "%s x %s -> %s, c", dtype_name((enum dtype)m->dtype), dtype_name((enum dtype)m->dtype),
-                   dtype_name((enum dtype)m->c_dtype));
-  for (int64_t i = 0; i < m->ndims && n > 0 && (size_t)n < size; i++)
-    n += snprintf(buf + n, size - n, "%s%lld", i ? " x " : " ", (long long)m->c.dims[i]);
-  if (n > 0 && (size_t)n < size) snprintf(buf + n, size - n, ", K %lld", (long long)m->a.dims[m->ndims - 1]);
+static size_t span(const struct onednn_operand *o) {
+  return (size_t)(o->dims[0] - 1) * (size_t)o->strides[0] + (size_t)(o->dims[1] - 1) * (size_t)o->strides[1] + 1;
 }
 
 static dnnl_primitive_attr_t attributes(const struct onednn_matmul *m) {
   dnnl_primitive_attr_t attr;
   DNNL(dnnl_primitive_attr_create(&attr));
   DNNL(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
-  if (m->alpha != 1.0) {
-    /* Output scales apply to the product before the post-ops: c = alpha * a @ b + c. */
-    float alpha = (float)m->alpha;
-    DNNL(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha));
-  }
   if (m->accumulate) {
     dnnl_post_ops_t post_ops;
     DNNL(dnnl_post_ops_create(&post_ops));
@@ -130,16 +109,16 @@ static dnnl_primitive_attr_t attributes(const struct onednn_matmul *m) {
   return attr;
 }
 
-/* The primitive's descriptor for operands of the given dtypes (a, b and bias share one). */
-static dnnl_status_t describe(const struct onednn_matmul *m, int64_t dtype, int64_t c_dtype,
-                              dnnl_memory_desc_t md[OPERANDS], dnnl_primitive_desc_t *pd) {
+/* The primitive's descriptor for m's layouts, its operands in dtype. */
+static dnnl_status_t describe(const struct onednn_matmul *m, int64_t dtype, dnnl_memory_desc_t md[OPERANDS],
+                              dnnl_primitive_desc_t *pd) {
   struct onednn_operand bias = bias_row(m);
   const struct onednn_operand *layout[OPERANDS] = {&m->a, &m->b, &bias, &m->c};
   for (int i = 0; i < OPERANDS; i++) {
     dnnl_dims_t dims = {0}, strides = {0};
     memcpy(dims, layout[i]->dims, sizeof layout[i]->dims);
     memcpy(strides, layout[i]->strides, sizeof layout[i]->strides);
-    DNNL(dnnl_memory_desc_init_by_strides(&md[i], (int)m->ndims, dims, data_type(i == C ? c_dtype : dtype), strides));
+    DNNL(dnnl_memory_desc_init_by_strides(&md[i], 2, dims, data_type(dtype), strides));
   }
   dnnl_matmul_desc_t desc;
   DNNL(dnnl_matmul_desc_init(&desc, &md[A], &md[B], m->bias ? &md[BIAS] : NULL, &md[C]));
@@ -149,29 +128,24 @@ static dnnl_status_t describe(const struct onednn_matmul *m, int64_t dtype, int6
   return status;
 }
 
-static int64_t widened_dtype(int64_t d) { return d == DTYPE_F16 ? DTYPE_F32 : d; }
-
 static struct cached_matmul create(const struct onednn_matmul *m) {
-  FSDP_CHECK(m->ndims >= 2 && m->ndims <= ONEDNN_MAX_DIMS && m->alpha != 0.0);
   struct cached_matmul e = {.key = *m};
   dnnl_memory_desc_t md[OPERANDS];
   dnnl_primitive_desc_t pd;
-  dnnl_status_t status = describe(m, m->dtype, m->c_dtype, md, &pd);
-  if (status == dnnl_unimplemented && (m->dtype == DTYPE_F16 || m->c_dtype == DTYPE_F16)) {
-    status = describe(m, widened_dtype(m->dtype), widened_dtype(m->c_dtype), md, &pd);
-    e.widened[A] = e.widened[B] = e.widened[BIAS] = m->dtype == DTYPE_F16;
-    e.widened[C] = m->c_dtype == DTYPE_F16;
+  dnnl_status_t status = describe(m, m->dtype, md, &pd);
+  if (status == dnnl_unimplemented && m->dtype == DTYPE_F16) {
+    status = describe(m, DTYPE_F32, md, &pd);
+    e.widened = 1;
   }
   if (status != dnnl_success) {
-    char problem[160];
-    describe_problem(m, problem, sizeof problem);
-    fsdp_fatal("oneDNN has no matmul for %s%s%s: %s", problem, m->bias ? ", bias" : "",
-               m->accumulate ? ", accumulating" : "", dnnl_status2str(status));
+    fsdp_fatal("oneDNN has no %s matmul for (%lld x %lld) @ (%lld x %lld)%s%s: %s", dtype_name((enum dtype)m->dtype),
+               (long long)m->a.dims[0], (long long)m->a.dims[1], (long long)m->b.dims[0], (long long)m->b.dims[1],
+               m->bias ? ", bias" : "", m->accumulate ? ", accumulating" : "", dnnl_status2str(status));
   }
   struct onednn_operand bias = bias_row(m);
   const struct onednn_operand *layout[OPERANDS] = {&m->a, &m->b, &bias, &m->c};
   for (int i = 0; i < OPERANDS; i++) {
-    e.span[i] = span(layout[i], m->ndims);
+    e.span[i] = span(layout[i]);
     if (i != BIAS || m->bias) DNNL(dnnl_memory_create(&e.mem[i], &md[i], lib.engine, DNNL_MEMORY_NONE));
   }
   const dnnl_memory_desc_t *scratch = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
@@ -211,7 +185,7 @@ void onednn_matmul(const struct onednn_matmul *m, const void *a, const void *b, 
   /* oneDNN's memory objects take non-const handles; the primitive only reads a, b and bias. */
   void *data[OPERANDS] = {(void *)a, (void *)b, (void *)bias, c};
   for (int i = 0; i < OPERANDS; i++) {
-    if (!e->widened[i] || !e->mem[i]) continue;
+    if (!e->widened || !e->mem[i]) continue;
     float *wide = reserve(&lib.wide[i], e->span[i] * sizeof(float));
     /* c too, whether or not the product accumulates: the gaps of a strided c are
      * written back as they were. */
@@ -232,7 +206,7 @@ void onednn_matmul(const struct onednn_matmul *m, const void *a, const void *b, 
   }
   DNNL(dnnl_primitive_execute(e->primitive, lib.stream, nargs, args));
   DNNL(dnnl_stream_wait(lib.stream));
-  if (e->widened[C]) dtype_pack(DTYPE_F16, data[C], c, e->span[C]);
+  if (e->widened) dtype_pack(DTYPE_F16, data[C], c, e->span[C]);
   pthread_mutex_unlock(&lib.mutex);
 }
 

@@ -1,16 +1,12 @@
-/* Private to src/nn/cpu: the CPU's matrix products, on oneDNN's matmul primitive.
+/* Private to src/nn/cpu: the CPU's matrix products, on oneDNN.
  *
- * c = alpha * a @ b (+ bias) (+ c), over up to ONEDNN_MAX_DIMS dimensions: the last two
- * are the matrices (a: M x K, b: K x N, c: M x N), the others batch them, and a batch
- * dimension of size 1 in a or b is broadcast over c's. Any strides, in elements, so that
- * a transposed operand or a head inside a packed row is only a layout. a, b and bias share
- * one dtype (fp32, bf16 or fp16), c may be fp32 or that dtype; the products accumulate in
- * fp32 and c is rounded once.
- *
- * A primitive is created the first time a problem is seen and kept for the process:
- * a steady step creates none. Products run one at a time on the calling thread's OpenMP
- * team (OMP_NUM_THREADS), the pool the other CPU kernels use; inside a parallel region
- * they run single-threaded. */
+ * onednn_matmul: c (M, N) = a (M, K) @ b (K, N) (+ bias) (+ c) on oneDNN's matmul
+ * primitive. An operand is any strided matrix (a transposed one is only a layout).
+ * a, b, bias and c share one dtype (fp32, bf16 or fp16); the products accumulate in fp32
+ * and c is rounded once. A primitive is created the first
+ * time a problem is seen and kept for the process: a steady step creates none. Products
+ * run one at a time on the calling thread's OpenMP team (OMP_NUM_THREADS), the pool the
+ * other CPU kernels use; inside a parallel region they run single-threaded. */
 #ifndef FSDP_NN_CPU_ONEDNN_H
 #define FSDP_NN_CPU_ONEDNN_H
 
@@ -18,22 +14,18 @@
 
 #include "fsdp/dtype.h"
 
-enum { ONEDNN_MAX_DIMS = 5 };
-
+/* A matrix's sizes and the distances of its rows and columns, in elements. */
 struct onednn_operand {
-  int64_t dims[ONEDNN_MAX_DIMS], strides[ONEDNN_MAX_DIMS];
+  int64_t dims[2], strides[2];
 };
 
 /* The problem, which is also the key of its primitive: all 8-byte fields, no padding,
- * so that two problems are the same exactly when their bytes are. Unused dimensions and
- * fields are zero: build it with a designated initialiser. */
+ * so that two problems are the same exactly when their bytes are. */
 struct onednn_matmul {
-  int64_t ndims;
-  int64_t dtype, c_dtype; /* enum dtype */
+  int64_t dtype; /* enum dtype */
   struct onednn_operand a, b, c;
   int64_t bias;       /* 1: bias (N values, dtype) is added to every row of c */
   int64_t accumulate; /* 1: c += the product, 0: c = the product */
-  double alpha;       /* scales the product, not the bias or the old c: 1 for none */
 };
 
 /* A row-major matrix (rows, cols), or its transpose seen as a (cols, rows) matrix. */
