@@ -34,7 +34,7 @@ done
 TMP="$(mktemp -d "${DIR:-${TMPDIR:-/tmp}}/fsdp-checkpoint.XXXXXX")"
 trap 'rm -rf "$TMP"' EXIT
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+export OMP_NUM_THREADS=1
 ARGS=(--model gpt2 --batch-size 1 --seq-len 64 --steps 6 --warmup 1 --data "$DATA")
 
 echo "| W | bytes per rank | total | stall (ms) | complete after (ms) | step during write (ms) | step without (ms) | check + load (ms) |"

@@ -21,7 +21,7 @@ echo "== collectives through comm.h: $(nproc) cores, $cpu, $(mpirun --version | 
 # 2-core machine. --bind-to none as in bench/train_vs_pytorch.sh.
 for w in ${WORLDS:-2 4}; do
   echo
-  OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
-    mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS \
+  OMP_NUM_THREADS=1 \
+    mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS \
     -np "$w" "$BENCH" "$@"
 done

@@ -9,20 +9,18 @@
 #            [--steps N] [--warmup K] [--rounds R] [--torch-attention sdpa|eager]
 #            [--data FILE] [--build DIR] [--keep-logs]
 # Both programs are launched by the same mpirun (--bind-to none), one thread a rank
-# (OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=MKL_NUM_THREADS=1, torch.set_num_threads(1)),
+# (OMP_NUM_THREADS=MKL_NUM_THREADS=1, torch.set_num_threads(1)),
 # and each rank runs under GNU time for its peak RSS. A run's step time is the median of
 # rank 0's steps after the first K (default 5); ours and PyTorch run in turn, R rounds
 # (default 3), and the table shows the median over the rounds. PyTorch's attention is
 # F.scaled_dot_product_attention by default, llama_torch.py's explicit softmax with eager.
 # PyTorch FSDP2 needs a newer torch than Debian's 1.13: a virtual environment with torch
-# from PyPI is made once at ${FSDP_VENV:-/var/cache/fsdp.c/venv-torch}, outside the clone.
+# from PyPI is made once by bench/torch_venv.sh, outside the clone.
 # A benchmark, not a test: it checks only what the comparison relies on.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY=/usr/bin/python3   # Debian's, for the table
-VENV="${FSDP_VENV:-/var/cache/fsdp.c/venv-torch}"
-TORCH_VERSION=2.15.0
 BUILD="$ROOT/build"
 DATA="$ROOT/../shared/data/tinyshakespeare.txt"
 WORLDS="2 4"
@@ -57,20 +55,8 @@ for w in $WORLDS; do
   [ $((G % w)) -eq 0 ] || { echo "--global-batch-size $G does not divide by W=$w" >&2; exit 2; }
 done
 
-venv_ready() {
-  [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c "
-import sys, numpy, torch
-from torch.distributed.fsdp import fully_shard
-sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null
-}
-if ! venv_ready; then
-  # PyPI's Linux wheel loads its CUDA libraries (libcufile, ...) at import even on a
-  # machine without a GPU, so its nvidia-* dependencies (several GB) come along.
-  echo "making $VENV: torch $TORCH_VERSION and numpy from PyPI (once; several GB)" >&2
-  /usr/bin/python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --progress-bar off "torch==$TORCH_VERSION" numpy >&2
-  venv_ready || { echo "$VENV: torch $TORCH_VERSION with fully_shard does not import" >&2; exit 1; }
-fi
+TORCH_PY="$("$ROOT/bench/torch_venv.sh")"
+TORCH_VERSION="$("$TORCH_PY" -c 'import torch; print(torch.__version__)')"
 
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/fsdp2-bench.XXXXXX")"
 if [ "$KEEP" = 1 ]; then echo "logs kept in $TMP"; else trap 'rm -rf "$TMP"' EXIT; fi
@@ -82,7 +68,7 @@ FLAGS=(--model llama3-debug --data "$DATA" --global-batch-size "$G" --seq-len "$
 
 # Open MPI binds ranks to cores by default when np <= 2; --bind-to none leaves them to the OS.
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none
-        -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 -x MKL_NUM_THREADS=1)
+        -x OMP_NUM_THREADS=1 -x MKL_NUM_THREADS=1)
 # Each rank under GNU time: its peak RSS (KiB), user and system seconds to PREFIX.rankR.
 per_rank_time='exec /usr/bin/time -f "%M %U %S" -o "$0.rank$OMPI_COMM_WORLD_RANK" "$@"'
 
@@ -108,7 +94,7 @@ run_torch() {  # run_torch W PREFIX
   local port
   port="$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
   measured "$2" "${MPIRUN[@]}" -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" -np "$1" sh -c "$per_rank_time" \
-    "$2" "$VENV/bin/python" "$ROOT/bench/fsdp2_llama.py" "$TMP/start.bin" "$2.json" "$ATTENTION" >"$2.out" 2>&1 ||
+    "$2" "$TORCH_PY" "$ROOT/bench/fsdp2_llama.py" "$TMP/start.bin" "$2.json" "$ATTENTION" >"$2.out" 2>&1 ||
     { echo "fsdp2_llama.py failed (W=$1):" >&2; tail -20 "$2.out" >&2; exit 1; }
 }
 
@@ -129,7 +115,7 @@ echo "   attention: $ATTENTION)"
 echo "   machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -I)"
 echo "   mpirun --bind-to none, 1 thread a rank; ms/step: median of rank 0's steps $((WARMUP + 1))..$STEPS,"
 echo "   then the median over $ROUNDS rounds (ours and PyTorch in turn)"
-echo "   inherited: OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE-<unset>} (ours: OpenBLAS; PyTorch's wheel: its own MKL)"
+echo "   products: ours oneDNN (Debian), PyTorch's wheel its own MKL and oneDNN"
 echo
 "$PY" - "$TMP" "$WARMUP" "$ROUNDS" "$WORLDS" "$((G * SEQ))" <<'PYEOF'
 import glob, json, statistics as st, sys

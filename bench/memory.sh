@@ -61,7 +61,7 @@ TMP="$(mktemp -d "${TMPDIR:-/tmp}/fsdp-memory.XXXXXX")"
 if [ "$KEEP" = 1 ]; then echo "logs kept in $TMP" >&2; else trap 'rm -rf "$TMP"' EXIT; fi
 # Unbound, so that each rank's comm threads may run on another core than its compute.
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+export OMP_NUM_THREADS=1
 COMMON=(--model gpt2 --data "$DATA" --batch-size "$BATCH" --seq-len "$SEQ")
 START=$SECONDS
 

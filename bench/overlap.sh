@@ -44,7 +44,7 @@ TMP="$(mktemp -d "${TMPDIR:-/tmp}/fsdp-overlap.XXXXXX")"
 trap 'rm -rf "$TMP"' EXIT
 # Unbound, so that each rank's comm threads may run on another core than its compute.
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+export OMP_NUM_THREADS=1
 
 # Per model: the batch per rank. GPT-2 124M gets a small one so that a step takes seconds.
 shape() {

@@ -15,6 +15,8 @@
 # which cancels start-up and the first steps' first touches. step ms = median step_ms of
 # the S2 run's log over steps 2..S2. Baseline and current alternate (A B A B ...) for
 # R rounds (default 3); the table shows medians over the rounds. A benchmark: it checks nothing.
+# A REF from before oneDNN (2026-11-26) links OpenBLAS: its build needs Debian's
+# libopenblas-openmp-dev, which scripts/install-deps.sh no longer installs.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -123,6 +123,9 @@ def parse_args(argv=None):
     p.add_argument("--eps", type=float, default=1e-8)
     p.add_argument("--grad-clip", type=float, default=1.0, help="0 disables")
     p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--compile", action="store_true", help="torch.compile the model (its first steps compile)")
+    p.add_argument("--autocast-bf16", action="store_true",
+                   help="forward and loss under torch.autocast('cpu', torch.bfloat16): bf16 products, fp32 weights")
     p.add_argument("--json", default=None, help="write the summary as one JSON object to this file")
     p.add_argument("--quiet", action="store_true", help="no per-step lines")
     return p.parse_args(argv)
@@ -153,6 +156,8 @@ def run(args):
     model = GPT2(args.n_layer, args.n_head, args.n_embd, args.vocab_size, args.block_size or T)
     model.train()
     opt = model.optimizer(args.lr, (args.beta1, args.beta2), args.eps, args.weight_decay)
+    forward = torch.compile(model) if args.compile else model
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.autocast_bf16)
     n_params = sum(p.numel() for p in model.parameters())
     gen = torch.Generator().manual_seed(args.seed)
     offsets = torch.arange(T + 1)
@@ -164,7 +169,8 @@ def run(args):
         x, y = chunk[:, :-1], chunk[:, 1:]
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        _, loss = model(x, y)
+        with autocast:
+            _, loss = forward(x, y)
         loss.backward()
         if args.grad_clip > 0:
             gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
@@ -185,6 +191,7 @@ def run(args):
         "impl": "pytorch",
         "torch_version": torch.__version__,
         "threads": torch.get_num_threads(),
+        "compile": args.compile, "autocast_bf16": args.autocast_bf16,
         "n_layer": args.n_layer, "n_head": args.n_head, "n_embd": args.n_embd, "vocab_size": args.vocab_size,
         "seq_len": T, "batch_size": B, "steps": args.steps, "warmup": args.warmup, "n_params": n_params,
         "median_step_ms": statistics.median(r["step_ms"] for r in timed),

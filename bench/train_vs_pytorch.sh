@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Throughput of `fsdp train` against PyTorch (bench/torch_train.py, the same
-# GPT-2 as tools/gpt2_torch.py) on the shakespeare-char shape at W=1, each
-# program with the same number of threads in one pool, then tokens/s and peak
-# tracked bytes per rank of `fsdp train --sharding full` at W = 1, 2, 4.
+# Throughput of `fsdp train` against PyTorch eager fp32 (bench/torch_train.py, the same
+# GPT-2 as tools/gpt2_torch.py, PyPI's torch from bench/torch_venv.sh) on the
+# shakespeare-char shape at W=1, each program with the same number of threads in one
+# pool, then tokens/s and peak tracked bytes per rank of `fsdp train --sharding full` at
+# W = 1, 2, 4. (16-bit and the GEMMs alone: bench/cpu_vs_pytorch.sh.)
 #
 # Usage: bench/train_vs_pytorch.sh [--threads "1 2"] [--repeats R] [--steps N] [--warmup K]
 #            [--batch-size B] [--seq-len T] [--worlds "1 2 4"] [--data FILE] [--fsdp PATH]
@@ -11,11 +12,11 @@
 # speeds up over its first 3-4 steps); ours and PyTorch run in turn, R rounds (default 3),
 # and the table shows the median over the rounds, the fastest round and each round's
 # figure (a burst of load from other jobs hits one round, not the fastest).
-# A benchmark, not a test: it checks nothing but the thread set-up it relies on.
+# A benchmark, not a test: it checks nothing.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PY=/usr/bin/python3            # Debian's python, the one with torch
+PY=/usr/bin/python3            # Debian's python, for the table
 FSDP="$ROOT/build/fsdp"
 DATA="$ROOT/../shared/data/tinyshakespeare.txt"
 MODEL=shakespeare-char         # 6 layers, 6 heads, 384 embd, vocab 256, T 256
@@ -43,7 +44,7 @@ while [ $# -gt 0 ]; do
     --skip-torch) SKIP_TORCH=1; shift ;;
     --skip-scaling) SKIP_SCALING=1; shift ;;
     --keep-logs) KEEP=1; shift ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown flag: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -78,63 +79,40 @@ measured() {
 }
 
 # The one thing that must hold for a fair comparison: each program runs ONE thread
-# pool. fsdp's kernels use OpenMP (libgomp), and it links the OpenMP build of
-# OpenBLAS by run path, whose GEMMs run on that same libgomp pool. PyTorch's
-# intra-op pool is OpenMP too, but it takes whatever libblas.so.3 the system's
-# alternatives point at; Debian ranks the pthreads build of OpenBLAS above the
-# OpenMP one (priority 100 against 95), and a pthreads OpenBLAS brings a second
-# pool of OPENBLAS_NUM_THREADS threads that spin-wait (sched_yield) beside ATen's
-# OpenMP threads on the same cores. So PyTorch gets fsdp's OpenBLAS directory first
-# on its library path, and both runs are checked to have loaded an OpenMP build.
-BLAS="$(ldd "$FSDP" | awk '/libopenblas/ {print $3; exit}')"
-[ -n "$BLAS" ] || { echo "$FSDP links no libopenblas" >&2; exit 1; }
-BLAS="$(readlink -f "$BLAS")"
-blas_build() {  # "OpenMP" / "pthreads" / "serial": how an OpenBLAS library was built
-  "$PY" -c 'import ctypes, sys; print({0: "serial", 1: "pthreads", 2: "OpenMP"}[ctypes.CDLL(sys.argv[1]).openblas_get_parallel()])' "$1"
-}
-[ "$(blas_build "$BLAS")" = OpenMP ] ||
-  { echo "$FSDP uses $BLAS, a $(blas_build "$BLAS") build: its threads would fight the OpenMP kernels' pool" >&2; exit 1; }
-TORCH_LD_PATH="$(dirname "$BLAS")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# pool. fsdp's kernels and oneDNN's products share libgomp's; PyPI's PyTorch runs ATen,
+# MKL and oneDNN on its own bundled OpenMP runtime. Both get N threads.
+TORCH_PY="$("$ROOT/bench/torch_venv.sh")"
 
 # run_ours W THREADS_PER_RANK LOG [fsdp train flags...]
 run_ours() {
   local w="$1" th="$2" log="$3"; shift 3
-  local xs=(-x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS -x MKL_NUM_THREADS)
+  local xs=(-x OMP_NUM_THREADS -x MKL_NUM_THREADS)
   [ -n "${OMP_WAIT_POLICY+x}" ] && xs+=(-x OMP_WAIT_POLICY)
-  [ -n "${OPENBLAS_CORETYPE+x}" ] && xs+=(-x OPENBLAS_CORETYPE)
-  OMP_NUM_THREADS="$th" OPENBLAS_NUM_THREADS="$th" MKL_NUM_THREADS="$th" \
+  OMP_NUM_THREADS="$th" MKL_NUM_THREADS="$th" \
     measured "$log" "${MPIRUN[@]}" "${xs[@]}" -np "$w" \
     "$FSDP" train --model "$MODEL" --data "$DATA" --seq-len "$SEQ" --batch-size "$BATCH" \
     --steps "$STEPS" --log "$log" "$@" >"$log.out" 2>&1 ||
     { echo "fsdp train failed (W=$w):" >&2; tail -20 "$log.out" >&2; exit 1; }
 }
 
-# run_torch THREADS JSON: one process, THREADS intra-op threads, 1 inter-op thread, fsdp's OpenBLAS
+# run_torch THREADS JSON: one process, THREADS intra-op threads, 1 inter-op thread
 run_torch() {
   local th="$1" json="$2"
-  OMP_NUM_THREADS="$th" OPENBLAS_NUM_THREADS="$th" MKL_NUM_THREADS="$th" LD_LIBRARY_PATH="$TORCH_LD_PATH" \
-    measured "$json" "$PY" "$ROOT/bench/torch_train.py" --n-layer "$N_LAYER" --n-head "$N_HEAD" --n-embd "$N_EMBD" \
+  OMP_NUM_THREADS="$th" MKL_NUM_THREADS="$th" \
+    measured "$json" "$TORCH_PY" "$ROOT/bench/torch_train.py" --n-layer "$N_LAYER" --n-head "$N_HEAD" --n-embd "$N_EMBD" \
     --vocab-size "$VOCAB" --seq-len "$SEQ" --batch-size "$BATCH" --steps "$STEPS" --warmup "$WARMUP" \
     --threads "$th" --interop-threads 1 --data "$DATA" --json "$json" >"$json.out" 2>&1 ||
     { echo "torch_train.py failed:" >&2; tail -20 "$json.out" >&2; exit 1; }
-  # Refuse a run that had a second pool: any OpenBLAS other than an OpenMP build.
-  "$PY" - "$json" <<'PYEOF' || exit 1
-import json, sys
-rt = json.load(open(sys.argv[1]))["runtime"]
-bad = [b for b in rt["openblas"] if b["parallel"] != "OpenMP"]
-if bad or not rt["openblas"]:
-    sys.exit(f"PyTorch loaded {rt['openblas'] or 'no OpenBLAS'}: not one OpenMP pool, the comparison would not be fair")
-PYEOF
 }
 
 echo "== fsdp train vs PyTorch: $MODEL (L=$N_LAYER H=$N_HEAD C=$N_EMBD V=$VOCAB), B=$BATCH T=$SEQ, $STEPS steps, W=1"
 echo "   machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -I)"
 echo "   figures: each run's median over steps $((WARMUP + 1))..$STEPS, then the median over $REPEATS rounds (ours, PyTorch, in turn)"
-echo "   ours: mpirun -np 1 --bind-to none; OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=MKL_NUM_THREADS=N;"
-echo "         OpenMP kernels and $BLAS ($(blas_build "$BLAS") build) share one libgomp pool of N threads"
-echo "   PyTorch: the same env, torch.set_num_threads(N), torch.set_num_interop_threads(1),"
-echo "         LD_LIBRARY_PATH=$TORCH_LD_PATH (so that it loads the same OpenBLAS)"
-echo "   inherited: OMP_WAIT_POLICY=${OMP_WAIT_POLICY-<unset>} OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE-<unset>}"
+echo "   ours: mpirun -np 1 --bind-to none; OMP_NUM_THREADS=MKL_NUM_THREADS=N;"
+echo "         OpenMP kernels and oneDNN's products share one libgomp pool of N threads"
+echo "   PyTorch $("$TORCH_PY" -c 'import torch; print(torch.__version__)') (PyPI), eager fp32: the same env,"
+echo "         torch.set_num_threads(N), torch.set_num_interop_threads(1)"
+echo "   inherited: OMP_WAIT_POLICY=${OMP_WAIT_POLICY-<unset>}"
 echo
 
 for th in $THREADS; do
@@ -183,8 +161,7 @@ for th in sys.argv[4].split():
                     f"PyTorch {others('torch', 'json')}")
     settings.append(f"   threads {th}: PyTorch ran torch.get_num_threads()="
                     f"{rt['torch_num_threads']} ({rt['parallel_backend']}), get_num_interop_threads()="
-                    f"{rt['torch_num_interop_threads']}, BLAS "
-                    + ", ".join(f"{b['path']} ({b['parallel']} build, {b['core']} kernels)" for b in rt["openblas"]))
+                    f"{rt['torch_num_interop_threads']}")
 print("(tokens/s and ms/step: median over the rounds of each run's median; ratio row: ours/PyTorch tokens/s of")
 print(" those medians, of the fastest rounds, and of each round; peak RSS: whole process, GNU time for ours,")
 print(" VmHWM for PyTorch, max over rounds; tracked peak: fsdp's mem_peak_bytes, its own allocations only)")
@@ -195,7 +172,7 @@ PYEOF
 
 echo
 echo "== fsdp train --sharding full, B=$BATCH per rank, T=$SEQ, $STEPS steps: W ranks on $(nproc) cores"
-echo "   1 thread per rank (OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=MKL_NUM_THREADS=1), one run each; W > $(nproc)"
+echo "   1 thread per rank (OMP_NUM_THREADS=MKL_NUM_THREADS=1), one run each; W > $(nproc)"
 echo "   oversubscribes the cores (--oversubscribe): expect no gain in tokens/s there. tokens/s counts all"
 echo "   ranks (B*T*W per step); peak MiB/rank is mem_peak_bytes, the max over ranks of tracked bytes."
 echo "   W=1 with more threads per rank: see the comparison above."

@@ -12,6 +12,6 @@ if [ ! -s "$corpus" ]; then
     sort -z | xargs -0 cat > "$corpus.tmp"
   mv "$corpus.tmp" "$corpus"
 fi
-mpirun --allow-run-as-root --oversubscribe -np 2 -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 \
+mpirun --allow-run-as-root --oversubscribe -np 2 -x OMP_NUM_THREADS=1 \
   build/fsdp train --model gpt2-tiny --data "$corpus" --seq-len 128 --batch-size 8 \
   --steps 200 --lr 3e-3 --warmup 10 --val-every 50 --log build/demo-log.jsonl "$@"

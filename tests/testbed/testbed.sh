@@ -100,7 +100,7 @@ testbed_mpirun() {
     mpirun --allow-run-as-root --oversubscribe \
     --mca plm_rsh_agent "$TESTBED_DIR/agent.sh" --mca plm_rsh_no_tree_spawn 1 \
     --mca btl_tcp_if_include 10.99.0.0/24 --mca oob_tcp_if_include 10.99.0.0/24 \
-    -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 "$@"
+    -x OMP_NUM_THREADS=1 "$@"
 }
 
 testbed_link() {

@@ -1,22 +1,14 @@
-#include <cblas.h>
 #include <math.h>
 #include <omp.h>
 #include <stddef.h>
 
+#include "onednn.h"
 #include "typed.h"
 
 /* As in gelu.c: declaring expf an OpenMP simd function lets the softmax call
  * glibc's vector expf without -ffast-math. */
 #pragma omp declare simd notinbranch
 float expf(float x);
-
-/* Whether the (b, h) loop may run its sgemms from several threads at once. A
- * pthreads OpenBLAS with more than one thread runs concurrent calls one at a
- * time on a global lock while its own threads fight the OpenMP ones for the
- * cores (about 10x slower); there the loop stays serial and OpenBLAS
- * parallelises each sgemm instead. An OpenMP OpenBLAS goes single-threaded
- * inside a parallel region by itself. */
-static int parallel_heads(void) { return openblas_get_parallel() != 1 || openblas_get_num_threads() == 1; }
 
 /* Where the heads of one call live, so that GPT-2's packed qkv and Llama's separate
  * q, k, v share the kernels: q, k and v are (B, T, heads, hs) views whose positions
@@ -31,38 +23,43 @@ static size_t at(const struct head_layout *hl, int stride, int b, int h) {
   return (size_t)b * hl->T * stride + (size_t)h * hl->hs;
 }
 
-/* ---- A head's products: fp32 matrices whose rows are ld floats apart ---- */
+/* ---- A head's products: fp32 matrices whose rows are ld floats apart ----
+ * The heads run in one parallel region, each thread its heads' products one after the
+ * other with oneDNN's sgemm, single-threaded inside the region, and the softmax between
+ * them while the head's scores are in cache. Batched matmul primitives over all heads
+ * were slower here: each of their parallel regions waits for the slowest thread, and on
+ * shared cores a preempted thread stalled every one of them (docs/benchmarks.md). */
 
 /* s (T, T) = scale * q k^T, q and k (T, hs). It fills the masked upper triangle too,
  * which the softmax overwrites with 0 (cheaper than a gemv per row). */
 static void head_scores(float *s, const float *q, int ldq, const float *k, int ldk, int T, int hs, float scale) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, ldq, k, ldk, 0.0f, s, T);
+  onednn_sgemm(0, 1, T, T, hs, scale, q, ldq, k, ldk, 0.0f, s, T);
 }
 
 /* o (T, hs) = p (T, T) @ v (T, hs). */
 static void head_values(float *o, int ldo, const float *p, const float *v, int ldv, int T, int hs) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, p, T, v, ldv, 0.0f, o, ldo);
+  onednn_sgemm(0, 0, T, hs, T, 1.0f, p, T, v, ldv, 0.0f, o, ldo);
 }
 
 /* dv += p^T d. */
 static void head_values_grad(float *dv, int lddv, const float *p, const float *d, int ldd, int T, int hs) {
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, p, T, d, ldd, 1.0f, dv, lddv);
+  onednn_sgemm(1, 0, T, hs, T, 1.0f, p, T, d, ldd, 1.0f, dv, lddv);
 }
 
 /* dp (T, T) = d v^T. */
 static void head_weights_grad(float *dp, const float *d, int ldd, const float *v, int ldv, int T, int hs) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, d, ldd, v, ldv, 0.0f, dp, T);
+  onednn_sgemm(0, 1, T, T, hs, 1.0f, d, ldd, v, ldv, 0.0f, dp, T);
 }
 
 /* dq += scale * ds k. */
 static void head_queries_grad(float *dq, int lddq, const float *ds, const float *k, int ldk, int T, int hs,
                               float scale) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, scale, ds, T, k, ldk, 1.0f, dq, lddq);
+  onednn_sgemm(0, 0, T, hs, T, scale, ds, T, k, ldk, 1.0f, dq, lddq);
 }
 
 /* dk += scale * ds^T q. */
 static void head_keys_grad(float *dk, int lddk, const float *ds, const float *q, int ldq, int T, int hs, float scale) {
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, scale, ds, T, q, ldq, 1.0f, dk, lddk);
+  onednn_sgemm(1, 0, T, hs, T, scale, ds, T, q, ldq, 1.0f, dk, lddk);
 }
 
 /* ---- The softmax between them ---- */
@@ -147,7 +144,7 @@ static void attention_forward(struct tensor out, struct tensor att, struct tenso
   int os = hl->NH * hs;
   size_t TT = (size_t)T * T, Ths = (size_t)T * hs;
   float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for collapse(2) if (parallel_heads())
+#pragma omp parallel for collapse(2)
   for (int b = 0; b < hl->B; b++) {
     for (int h = 0; h < hl->NH; h++) {
       size_t qa = at(hl, hl->qs, b, h), kva = at(hl, hl->kvs, b, h / group), oa = at(hl, os, b, h);
@@ -186,7 +183,7 @@ static void attention_backward(struct tensor dq, struct tensor dk, struct tensor
   int os = hl->NH * hs;
   size_t TT = (size_t)T * T, Ths = (size_t)T * hs;
   float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for collapse(2) if (parallel_heads())
+#pragma omp parallel for collapse(2)
   for (int b = 0; b < hl->B; b++) {
     for (int g = 0; g < hl->NKV; g++) {
       float *dpre = scratch + (size_t)omp_get_thread_num() * TT;

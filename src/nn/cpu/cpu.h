@@ -1,6 +1,6 @@
-/* Private to src/nn/cpu: the CPU kernels (OpenMP loops, OpenBLAS) and how they read
- * their tensors: the fp32 ones here, the compute-dtype ones through typed.h. Each kernel
- * takes its op's argument struct (../ops.h). */
+/* Private to src/nn/cpu: the CPU kernels (OpenMP loops, and oneDNN for the matrix
+ * products: onednn.h) and how they read their tensors: the fp32 ones here, the
+ * compute-dtype ones through typed.h. Each kernel takes its op's argument struct (../ops.h). */
 #ifndef FSDP_NN_CPU_H
 #define FSDP_NN_CPU_H
 

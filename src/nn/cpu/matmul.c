@@ -1,56 +1,58 @@
-#include <cblas.h>
+/* The linear layer, its products on oneDNN (onednn.h), in the op's compute dtype (fp32,
+ * bf16 or fp16: the contract's), accumulating in fp32 and rounding each output once. */
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cpu.h"
+#include "onednn.h"
+#include "typed.h"
 
 /* Columns per task in the bias gradient, as in layernorm_backward: a thread owns
  * its columns, so no accumulator is shared and rows are read contiguously. */
 #define MATMUL_COL_BLOCK 64
 
-/* out (N, OC) = inp (N, C) @ weight^T (C, OC) + bias.
- * The bias is broadcast into out first so that one sgemm with beta = 1 adds the product. */
-static void matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC) {
-  if (bias) {
+/* out (N, OC) = inp (N, C) @ weight^T (C, OC) + bias, the bias added by the primitive. */
+void cpu_matmul_forward(void *p) {
+  const struct matmul_args *a = p;
+  int64_t N = rows(a->inp), C = cols(a->inp), OC = dim(a->weight, 0);
+  struct onednn_matmul m = {.dtype = a->inp.dtype, .a = onednn_matrix(N, C), .b = onednn_transposed(OC, C),
+                            .c = onednn_matrix(N, OC), .bias = a->bias.data != NULL};
+  onednn_matmul(&m, a->inp.data, a->weight.data, a->bias.data, a->out.data);
+}
+
+/* dbias (OC) += column sums of dout (N, OC), summed in fp32 over every row and rounded once. */
+static void bias_backward(struct tensor dbias, struct tensor dout, int N, int OC) {
+  int nblocks = (OC + MATMUL_COL_BLOCK - 1) / MATMUL_COL_BLOCK;
 #pragma omp parallel for
+  for (int blk = 0; blk < nblocks; blk++) {
+    int o0 = blk * MATMUL_COL_BLOCK;
+    int n = o0 + MATMUL_COL_BLOCK < OC ? MATMUL_COL_BLOCK : OC - o0;
+    float sum[MATMUL_COL_BLOCK], row[MATMUL_COL_BLOCK];
+    span_get(dbias, (size_t)o0, (size_t)n, sum);
     for (int i = 0; i < N; i++) {
-      float *row = out + (size_t)i * OC;
-      for (int o = 0; o < OC; o++) row[o] = bias[o];
+      const float *d = span_in(dout, (size_t)i * OC + o0, (size_t)n, row);
+      for (int o = 0; o < n; o++) sum[o] += d[o];
     }
+    span_put(dbias, (size_t)o0, (size_t)n, sum);
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, inp, C, weight, C, bias ? 1.0f : 0.0f, out,
-              OC);
 }
 
 /* dinp (N, C) += dout (N, OC) @ weight (OC, C); dweight (OC, C) += dout^T @ inp;
- * dbias (OC) += column sums of dout. */
-static void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                     const float *weight, int N, int C, int OC) {
-  if (dinp)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight, C, 1.0f, dinp, C);
-  if (dweight)
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dweight, C);
-  if (dbias) {
-    int nblocks = (OC + MATMUL_COL_BLOCK - 1) / MATMUL_COL_BLOCK;
-#pragma omp parallel for
-    for (int blk = 0; blk < nblocks; blk++) {
-      int o0 = blk * MATMUL_COL_BLOCK;
-      int o1 = o0 + MATMUL_COL_BLOCK < OC ? o0 + MATMUL_COL_BLOCK : OC;
-      for (int i = 0; i < N; i++) {
-        const float *d = dout + (size_t)i * OC;
-        for (int o = o0; o < o1; o++) dbias[o] += d[o];
-      }
-    }
-  }
-}
-
-void cpu_matmul_forward(void *p) {
-  const struct matmul_args *a = p;
-  matmul_forward(f32(a->out), f32(a->inp), f32(a->weight), f32(a->bias), rows(a->inp), cols(a->inp),
-                 dim(a->weight, 0));
-}
-
+ * dbias (OC) += column sums of dout. The products accumulate through the primitive's
+ * sum post-op, which adds the old value in fp32 before the one rounding. */
 void cpu_matmul_backward(void *p) {
   const struct matmul_backward_args *a = p;
-  matmul_backward(f32(a->dinp), f32(a->dweight), f32(a->dbias), f32(a->dout), f32(a->inp),
-                  f32(a->weight), rows(a->inp), cols(a->inp), dim(a->weight, 0));
+  enum dtype d = a->dout.dtype;
+  int64_t N = rows(a->inp), C = cols(a->inp), OC = dim(a->weight, 0);
+  if (a->dinp.data) {
+    struct onednn_matmul m = {.dtype = d, .a = onednn_matrix(N, OC),
+                              .b = onednn_matrix(OC, C), .c = onednn_matrix(N, C), .accumulate = 1};
+    onednn_matmul(&m, a->dout.data, a->weight.data, NULL, a->dinp.data);
+  }
+  if (a->dweight.data) {
+    struct onednn_matmul m = {.dtype = d, .a = onednn_transposed(N, OC),
+                              .b = onednn_matrix(N, C), .c = onednn_matrix(OC, C), .accumulate = 1};
+    onednn_matmul(&m, a->dout.data, a->inp.data, NULL, a->dweight.data);
+  }
+  if (a->dbias.data) bias_backward(a->dbias, a->dout, (int)N, (int)OC);
 }

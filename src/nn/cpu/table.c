@@ -7,23 +7,6 @@ static enum dtype cpu_compute_dtype(enum dtype param_dtype) {
   return DTYPE_F32;
 }
 
-/* matmul.c computes in fp32 only (until its products move to oneDNN), while computes_in
- * says the other layer kernels take bf16 and fp16 too: a 16-bit matmul ends the job
- * rather than reading its data as floats. */
-static void require_fp32_matmul(const char *op, enum dtype d) {
-  if (d != DTYPE_F32) fsdp_fatal("nn: %s on cpu: the cpu matmul computes in fp32 only, not %s", op, dtype_name(d));
-}
-
-static void matmul_forward(void *p) {
-  require_fp32_matmul("matmul_forward", ((const struct matmul_args *)p)->inp.dtype);
-  cpu_matmul_forward(p);
-}
-
-static void matmul_backward(void *p) {
-  require_fp32_matmul("matmul_backward", ((const struct matmul_backward_args *)p)->inp.dtype);
-  cpu_matmul_backward(p);
-}
-
 /* The CPU sums into a register. */
 static size_t cpu_no_scratch(size_t n) {
   (void)n;
@@ -40,8 +23,8 @@ const struct nn_backend NN_CPU = {
     .encoder_backward = cpu_encoder_backward,
     .layernorm_forward = cpu_layernorm_forward,
     .layernorm_backward = cpu_layernorm_backward,
-    .matmul_forward = matmul_forward,
-    .matmul_backward = matmul_backward,
+    .matmul_forward = cpu_matmul_forward,
+    .matmul_backward = cpu_matmul_backward,
     .attention_forward = cpu_attention_forward,
     .attention_backward = cpu_attention_backward,
     .gelu_forward = cpu_gelu_forward,
