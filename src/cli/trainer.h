@@ -28,6 +28,8 @@ struct trainer {
   FILE *log;
   struct loss_scaler scaler;
   int optimizer_steps; /* steps taken, skipped ones left out: AdamW's bias correction counts these */
+  double flops_per_step; /* the model FLOPs of a step, all ranks (mfu.h) */
+  double peak_gflops;    /* the job's peak (a rank's times W); 0: unknown */
 };
 
 /* Creates the model on device, sharded over group, and loads --data unless planning. */
