@@ -11,11 +11,12 @@ is fp32 on the rounded values, as in fsdp.c's kernels (fp32 registers, fp32 accu
 in the products). The tensors keep their float dtype (float32) holding 16-bit values:
 widening is exact, and PyTorch 1.13's CPU kernels take no fp16 at all.
 
-Two ops are fused in fsdp.c, so their insides are not rounded, and are written out here:
-attention (the scores, the softmax and its gradient in fp32; att is stored rounded for
-the backward, while out comes from the fp32 softmax) and the softmax cross-entropy (the
-per-token losses in fp32 from the rounded logits; the probabilities stored rounded, and
-the logits' gradient computed from them).
+Two ops are fused in fsdp.c, so their insides are rounded only where fsdp.c rounds them,
+and are written out here: attention, as FlashAttention computes it in 16 bits (the
+scores, the softmax and its gradient in fp32; the probabilities rounded, stored as att
+and the weights of att @ v, the softmax's gradient rounded before its two products) and
+the softmax cross-entropy (the per-token losses in fp32 from the rounded logits; the
+probabilities stored rounded, and the logits' gradient computed from them).
 
 FP32 is the contract in fp32: nothing rounded, and the models' own attention and loss,
 so that the fp32 references are the plain PyTorch models they always were."""
@@ -45,16 +46,18 @@ def _causal_mask(T, device):
 class _Attention(torch.autograd.Function):
     """Causal attention over (B, heads, T, hs) q, k and v (k and v repeated for the query
     heads sharing them: autograd then sums a kv head's gradients in fp32), as fsdp.c's
-    attention kernels compute it (src/nn/cpu/attention.c): out = softmax(q k^T / sqrt(hs))
-    v from the fp32 softmax, and att rounded to dtype for the backward, which reads it in
-    fp32 with its own intermediates (datt, dpreatt) unrounded."""
+    16-bit attention computes it (src/nn/cpu/attention16.c): att = softmax(q k^T / sqrt(hs))
+    in fp32, rounded to dtype, out = att @ v; the backward from that att, datt and
+    dpreatt in fp32, dpreatt rounded to dtype before dq and dk."""
 
     @staticmethod
     def forward(ctx, q, k, v, dtype):
         T, hs = q.shape[-2], q.shape[-1]
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(hs)
         att = scores.masked_fill(~_causal_mask(T, q.device), float("-inf")).softmax(dim=-1)
-        ctx.save_for_backward(q, k, v, att.to(dtype).to(att.dtype))
+        att = att.to(dtype).to(att.dtype)
+        ctx.dtype = dtype
+        ctx.save_for_backward(q, k, v, att)
         return att @ v
 
     @staticmethod
@@ -64,6 +67,7 @@ class _Attention(torch.autograd.Function):
         dv = att.transpose(-2, -1) @ dout
         datt = dout @ v.transpose(-2, -1)
         dpre = att * (datt - (att * datt).sum(dim=-1, keepdim=True))
+        dpre = dpre.to(ctx.dtype).to(dpre.dtype)
         return dpre @ k * scale, dpre.transpose(-2, -1) @ q * scale, dv, None
 
 

@@ -212,13 +212,13 @@ double mfu_peak_gflops(const struct train_options *o, struct device *device, str
     comm_barrier(group); /* no rank goes on to heavier work while another still probes */
   }
   if (rank == 0 && cached > 0.0) {
-    fsdp_log_info("peak: %.0f GFLOP/s a rank, bf16 matmul on %d threads, cached in %s", gflops, nn_num_threads(), path);
+    fsdp_log_info("peak: %.0f GFLOP/s a rank (%s), cached in %s", gflops, key, path);
   } else if (rank == 0) {
     /* A probe on busy cores reads low, and a cached value would stay low: only a quiet
      * one is kept. */
     int quiet = others < QUIET_LOAD;
-    fsdp_log_info("peak: %.0f GFLOP/s a rank, bf16 matmul on %d threads, measured now%s (other jobs' load %.1f)",
-                  gflops, nn_num_threads(), quiet ? "" : ", not cached: the cores are busy", others);
+    fsdp_log_info("peak: %.0f GFLOP/s a rank (%s), measured now%s (other jobs' load %.1f)", gflops, key,
+                  quiet ? "" : ", not cached: the cores are busy", others);
     if (quiet && path) cache_store(path, text, key, gflops);
   }
   free(path);
