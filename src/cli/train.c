@@ -90,6 +90,7 @@ void trainer_setup(struct trainer *t, const struct train_options *o, struct devi
   t->model = o->family->create(&o->config, &t->fsdp, t->B, t->T, o->ac_every);
   fsdp_model_wrap(&t->fsdp, &o->wrap);
   t->scaler.scale = o->loss_scale;
+  t->schedule = lr_warmup_cosine(o->lr, o->min_lr, o->warmup, o->steps);
   model_source_load(o, &t->fsdp);
   if (!planning) log_run(t);
 
@@ -180,7 +181,7 @@ void trainer_step(struct trainer *t, int step, struct step_metrics *m) {
   double start = time_now_ms();
   device_reset_peaks(t->device);
   if (t->device != device_cpu()) device_reset_peaks(device_cpu());
-  float lr = lr_warmup_cosine(step - 1, o->warmup, o->steps, o->lr, o->min_lr);
+  float lr = lr_at(&t->schedule, step - 1);
   m->loss_scale = t->scaler.scale;
   double loss = forward_backward(t, step);
   double norm = fsdp_model_grad_norm(&t->fsdp);

@@ -28,6 +28,7 @@ struct trainer {
   FILE *log;
   struct loss_scaler scaler;
   int optimizer_steps; /* steps taken, skipped ones left out: AdamW's bias correction counts these */
+  struct lr_schedule schedule; /* --lr, --min-lr, --warmup and --steps; a resumed run's may be extended */
 };
 
 /* Creates the model on device, sharded over group, and loads --data unless planning. */
