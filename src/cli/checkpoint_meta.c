@@ -318,9 +318,10 @@ static struct lr_schedule read_schedule(const char *path, const cJSON *root, con
   if (!cJSON_IsNumber(progress) || !(progress->valuedouble >= 0.0 && progress->valuedouble < 1.0))
     fsdp_fatal("checkpoint metadata '%s': 'decay_progress' is not a number in [0, 1)", path);
   s.decay_progress = progress->valuedouble;
-  if (s.decay_from < s.warmup || s.decay_from >= s.total)
-    fsdp_fatal("checkpoint metadata '%s': its lr_schedule's decay_from %d is outside [--warmup, steps)", path,
-               s.decay_from);
+  /* Re-anchored, the decay is past the warmup and before its end. */
+  if (s.decay_from < s.warmup || (s.decay_from > s.warmup && s.decay_from >= s.total))
+    fsdp_fatal("checkpoint metadata '%s': its lr_schedule's decay_from %d is before --warmup or past its steps",
+               path, s.decay_from);
   return s;
 }
 
