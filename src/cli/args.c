@@ -519,7 +519,8 @@ static const struct flag FLAGS[] = {
     {DATA, "--data", TRAIN | EVAL, "FILE", REQUIRED, set_data, "token file, or text with --tokenizer"},
     {DATA, "--data", PLAN, "FILE", NOTE("none"), set_data, "token file, whose tokens' memory the plan then counts"},
     {DATA, "--data-format", BOTH | EVAL, "auto|text|nanogpt|llmc", DEFAULT("auto"), set_data_format,
-     "text: bytes; nanogpt: uint16 .bin; llmc: llm.c .bin (by its magic); auto tells them apart"},
+     "text: bytes; nanogpt: uint16 .bin; llmc: llm.c .bin (GPT-2's uint16 or Llama 3's uint32 ids, by its magic); "
+     "auto tells them apart, refusing a header it cannot prove"},
     {DATA, "--tokenizer", TRAIN | EVAL, "FILE", NOTE("none"), set_tokenizer,
      "a Hugging Face tokenizer.json: --data is text, tokenized at load as one document (the ids fsdp tokenize "
      "would write)"},

@@ -10,7 +10,7 @@ static void print_usage(FILE *out) {
         "commands:\n"
         "  train    train GPT-2 or Llama 3 with fully sharded data parallelism (launch with mpirun -np N)\n"
         "  plan     print the memory per rank and the traffic of a training configuration, allocating nothing\n"
-        "  eval     the mean loss of a model over fixed windows of a token file\n"
+        "  eval     the mean loss of a model over fixed windows of a token file (or of text, with --tokenizer)\n"
         "  export   write a model as Hugging Face safetensors and config.json\n"
         "  sample   generate tokens from a prompt with a KV cache (one rank)\n"
         "  tokenize encode text files into a token file with a Hugging Face tokenizer.json\n"

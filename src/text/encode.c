@@ -32,6 +32,7 @@ void token_vec_push(struct token_vec *v, uint32_t id) {
 }
 
 void token_vec_append(struct token_vec *v, const uint32_t *ids, size_t n) {
+  if (n == 0) return; /* ids may be NULL then */
   if (v->n + n > v->cap) {
     size_t cap = v->cap ? 2 * v->cap : 256;
     while (cap < v->n + n) cap *= 2;

@@ -128,7 +128,7 @@ enum scan_result scanner_next(struct scanner *s, struct piece *p) {
       rc = pcre2_match(s->t->pattern, s->text + pos, end - pos, 0, options, s->match, s->context);
     }
     if (rc == PCRE2_ERROR_PARTIAL || (rc == PCRE2_ERROR_NOMATCH && !end_known)) {
-      if (s->has_added || searched_all) return SCAN_NEED_MORE;
+      if (searched_all) return SCAN_NEED_MORE; /* the window ends too soon */
       search_further(s, limit);
       continue;
     }
