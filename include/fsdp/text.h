@@ -41,7 +41,7 @@ void text_encoder_free(struct text_encoder *e);
 /* Appends the ids of text[0, n) to out. */
 void text_encode(struct text_encoder *e, const void *text, size_t n, struct token_vec *out);
 
-/* Documents encoded as they are written, in windows of about window_bytes (0: 64 MiB per
+/* Documents encoded as they are written, in windows of about window_bytes (0: 8 MiB per
  * thread) that hold many documents or a part of one, and handed to sink in order: for
  * each document with any text, document_token (unless it is -1), then its ids. The ids do
  * not depend on the window size or the threads. */

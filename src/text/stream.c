@@ -8,7 +8,7 @@
 #include "encoder.h"
 #include "fsdp/error.h"
 
-enum { WINDOW_BYTES_PER_THREAD = 64 << 20, WINDOW_DOCUMENTS = 1 << 16 };
+enum { WINDOW_BYTES_PER_THREAD = 8 << 20, WINDOW_DOCUMENTS = 1 << 16 };
 
 struct document {
   size_t start;  /* in the stream's text */
