@@ -78,6 +78,11 @@ expect "a tokenizer that is not JSON" "--tokenizer '$tmp/broken.json': is not JS
 expect "a missing input" "input '$tmp/none.txt': No such file" tokenize $G -o "$tmp/x.bin" "$tmp/d1.txt" "$tmp/none.txt"
 [ ! -e "$tmp/x.bin" ] && [ ! -e "$tmp/x.bin.tmp" ] && ok "nothing written for a missing input" ||
   fail "a missing input left a file"
+: >"$tmp/empty.txt"
+expect "inputs without text" "the input files hold no text: nothing written to '$tmp/x.bin'" tokenize $G \
+  -o "$tmp/x.bin" "$tmp/empty.txt"
+[ ! -e "$tmp/x.bin" ] && [ ! -e "$tmp/x.bin.tmp" ] && ok "nothing written for inputs without text" ||
+  fail "inputs without text left a file"
 expect "a FIFO input" "input '$tmp/fifo': is a FIFO, not a regular file" tokenize $G -o "$tmp/x.bin" "$tmp/fifo"
 expect "an output folder that is missing" "$tmp/no/x.bin.tmp: cannot open for writing" tokenize $G \
   -o "$tmp/no/x.bin" "$tmp/d1.txt"

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fsdp/cli.h"
 #include "fsdp/error.h"
@@ -208,6 +209,11 @@ int fsdp_tokenize_main(int argc, char **argv) {
   struct text_stream *s = text_stream_create(e, 0, token, output_ids, &out);
   for (int i = 0; i < o.n_files; i++) text_input_file(s, "input", o.files[i], &o.separator, &progress);
   text_stream_finish(s);
+  if (out.count == 0) { /* no token file at all rather than one that training refuses */
+    close(out.fd);
+    remove(out.tmp);
+    fsdp_fatal("the input files hold no text: nothing written to '%s'", o.output);
+  }
   output_finish(&out);
   text_progress_done(&progress);
   double seconds = (time_now_ms() - start) / 1000.0;
