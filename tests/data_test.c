@@ -291,10 +291,10 @@ static void test_bad_files(void) {
                "vocab size 100");
   expect_fatal("llama 3 id at the vocab size", &(struct load_case){llama_vocab, "auto", 128256, 0, 0},
                "token id 128256 at position 2", "vocab size 128256");
-  expect_fatal("llama 3 version", &(struct load_case){llama_version, "auto", 128256, 0, 0}, "magic 20240801 with version 1",
-               "version 7");
-  expect_fatal("llama 3 count", &(struct load_case){llama_count, "auto", 128256, 0, 0}, "header says 5 tokens (20 bytes of Llama 3's uint32",
-               "16 bytes follow");
+  expect_fatal("llama 3 version", &(struct load_case){llama_version, "auto", 128256, 0, 0},
+               "magic 20240801 with version 1", "version 7");
+  expect_fatal("llama 3 count", &(struct load_case){llama_count, "auto", 128256, 0, 0},
+               "header says 5 tokens (20 bytes of Llama 3's uint32", "16 bytes follow");
   expect_fatal("llama 3 header, uint16 body", &(struct load_case){llama_as_gpt2, "auto", 128256, 0, 0},
                "says 10 tokens (40 bytes", "20 bytes follow");
   expect_fatal("an llm.c header of another kind", &(struct load_case){eval_file, "auto", 65536, 0, 0},

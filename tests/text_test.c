@@ -94,15 +94,18 @@ static char *tokenizer_json(const struct json_options *o) {
   }
   text_append(&json, "], \"normalizer\": null, \"pre_tokenizer\": ");
   if (o->style == GPT2) {
-    text_append(&json, "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": true, \"use_regex\": true}");
+    text_append(&json, "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": true, "
+                       "\"use_regex\": true}");
   } else {
-    text_append(&json, "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": \"");
+    text_append(&json, "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", "
+                       "\"pattern\": {\"Regex\": \"");
     text_append(&json, LLAMA3_PATTERN);
     text_append(&json, "\"}, \"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\", "
                        "\"add_prefix_space\": false, \"trim_offsets\": true, \"use_regex\": false}]}");
   }
-  text_append(&json, ", \"post_processor\": null, \"decoder\": {\"type\": \"ByteLevel\"}, \"model\": {\"type\": \"BPE\", "
-                     "\"dropout\": null, \"unk_token\": null, \"byte_fallback\": false, \"ignore_merges\": ");
+  text_append(&json, ", \"post_processor\": null, \"decoder\": {\"type\": \"ByteLevel\"}, "
+                     "\"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": null, "
+                     "\"byte_fallback\": false, \"ignore_merges\": ");
   text_append(&json, o->style == LLAMA3 ? "true" : "false");
   text_append(&json, ", \"vocab\": {");
   char one[2] = {0, 0};
@@ -217,7 +220,8 @@ static char *mixed_text(size_t n, unsigned seed, int with_invalid) {
   while (len < n) {
     state = state * 1103515245u + 12345u;
     unsigned r = state >> 8;
-    const char *piece = with_invalid && r % 11 == 0 ? INVALID[(r / 11) % 7] : PIECES[r % (sizeof PIECES / sizeof PIECES[0])];
+    const char *piece =
+        with_invalid && r % 11 == 0 ? INVALID[(r / 11) % 7] : PIECES[r % (sizeof PIECES / sizeof PIECES[0])];
     size_t k = strlen(piece);
     if (len + k > n) k = n - len;
     memcpy(text + len, piece, k);
@@ -321,7 +325,8 @@ static void test_threads(const struct text_tokenizer *t, const char *what) {
     for (const char *p = text; *p;) {
       const char *sep = strstr(p, "\n\n");
       size_t len = sep ? (size_t)(sep - p) : strlen(p);
-      for (size_t done = 0; done < len; done += step) text_stream_write(s, p + done, len - done < step ? len - done : step);
+      for (size_t done = 0; done < len; done += step)
+        text_stream_write(s, p + done, len - done < step ? len - done : step);
       text_stream_end_document(s);
       p += len + (sep ? 2 : 0);
     }

@@ -21,7 +21,8 @@ static const struct llmc_kind {
   uint32_t magic, version;
   int width;
   const char *name;
-} LLMC_KINDS[] = {{20240520, 1, 2, "GPT-2's uint16"}, {20240520, 2, 2, "GPT-2's uint16"}, {20240801, 7, 4, "Llama 3's uint32"}};
+} LLMC_KINDS[] = {
+    {20240520, 1, 2, "GPT-2's uint16"}, {20240520, 2, 2, "GPT-2's uint16"}, {20240801, 7, 4, "Llama 3's uint32"}};
 enum { N_LLMC_KINDS = sizeof LLMC_KINDS / sizeof LLMC_KINDS[0] };
 static const char LLMC_KNOWN[] =
     "llm.c's token files have magic 20240520 and version 1 (GPT-2, uint16 tokens) or magic 20240801 and version 7 "
@@ -151,7 +152,8 @@ static void load_llmc(struct token_data *d, struct token_file *tf) {
   if (!is_llmc_magic(magic))
     fsdp_fatal("token file '%s' is not an llm.c token file: magic %u (%s)", tf->path, magic, LLMC_KNOWN);
   const struct llmc_kind *kind = llmc_kind(magic, version);
-  if (!kind) fsdp_fatal("token file '%s': llm.c magic %u with version %u, but %s", tf->path, magic, version, LLMC_KNOWN);
+  if (!kind)
+    fsdp_fatal("token file '%s': llm.c magic %u with version %u, but %s", tf->path, magic, version, LLMC_KNOWN);
   size_t body = tf->size - LLMC_HEADER_BYTES;
   if (count < 0 || body != (size_t)kind->width * (size_t)count)
     fsdp_fatal("token file '%s': the llm.c header says %d tokens (%lld bytes of %s ids), but %zu bytes follow the "

@@ -59,7 +59,9 @@ static struct text_separator decode_separator(const char *text) {
     }
     p++;
     char c = *p == 'n' ? '\n' : *p == 'r' ? '\r' : *p == 't' ? '\t' : *p == '\\' ? '\\' : '\0';
-    if (!c) fsdp_fatal("--document-separator: unknown escape '\\%c' in '%s' (known: \\n, \\r, \\t, \\\\)", *p ? *p : ' ', text);
+    if (!c)
+      fsdp_fatal("--document-separator: unknown escape '\\%c' in '%s' (known: \\n, \\r, \\t, \\\\)", *p ? *p : ' ',
+                 text);
     out[n++] = c;
   }
   if (n == 0) fsdp_fatal("--document-separator: empty");

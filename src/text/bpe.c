@@ -73,7 +73,8 @@ static void merge_bytes(const struct text_tokenizer *t, struct bpe_work *w, cons
     w->heap = fsdp_xrealloc(w->heap, 3 * n * sizeof *w->heap);
   }
   struct bpe_symbol *s = w->symbols;
-  for (size_t i = 0; i < n; i++) s[i] = (struct bpe_symbol){t->byte_token[p[i]], (long)i - 1, i + 1 < n ? (long)i + 1 : -1};
+  for (size_t i = 0; i < n; i++)
+    s[i] = (struct bpe_symbol){t->byte_token[p[i]], (long)i - 1, i + 1 < n ? (long)i + 1 : -1};
   size_t heap_n = 0;
   for (size_t i = 0; i + 1 < n; i++) push_pair(t, w, &heap_n, (long)i);
   while (heap_n > 0) {

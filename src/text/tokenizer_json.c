@@ -83,7 +83,8 @@ static const char *split_pattern(const struct loader *l, const cJSON *split) {
   if (strcmp(type_of(l, split, where), "Split") != 0)
     fail(l, "%s is a %s, not a Split (only Split then ByteLevel is supported)", where, type_of(l, split, where));
   const cJSON *regex = member(member(split, "pattern"), "Regex");
-  if (!cJSON_IsString(regex)) fail(l, "%s: its pattern is not {\"Regex\": ...} (a String pattern is not supported)", where);
+  if (!cJSON_IsString(regex))
+    fail(l, "%s: its pattern is not {\"Regex\": ...} (a String pattern is not supported)", where);
   const cJSON *behavior = member(split, "behavior");
   if (!cJSON_IsString(behavior) || strcmp(behavior->valuestring, "Isolated") != 0)
     fail(l, "%s: behavior %s is not supported, only Isolated", where,
@@ -177,7 +178,8 @@ static struct added *read_added(const struct loader *l, const cJSON *root, int *
   }
   qsort(added, (size_t)*n, sizeof *added, by_content);
   for (int i = 1; i < *n; i++)
-    if (strcmp(added[i - 1].content, added[i].content) == 0) fail(l, "added_tokens lists '%.60s' twice", added[i].content);
+    if (strcmp(added[i - 1].content, added[i].content) == 0)
+      fail(l, "added_tokens lists '%.60s' twice", added[i].content);
   return added;
 }
 
@@ -317,7 +319,8 @@ static void read_merges(const struct loader *l, const cJSON *merges) {
       fail(l, "model.merges[%d] ('%.60s' '%.60s') makes a token that is not in model.vocab", index, left_text,
            right_text);
     long earlier = merge_map_add(&t->merges, left, right, (uint32_t)index, (uint32_t)merged);
-    if (earlier >= 0) fail(l, "model.merges[%d] repeats model.merges[%ld] ('%.60s' '%.60s')", index, earlier, left_text, right_text);
+    if (earlier >= 0)
+      fail(l, "model.merges[%d] repeats model.merges[%ld] ('%.60s' '%.60s')", index, earlier, left_text, right_text);
     free(left_text);
     free(right_text);
   }
