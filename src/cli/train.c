@@ -74,7 +74,10 @@ void trainer_setup(struct trainer *t, const struct train_options *o, struct devi
   train_options_mesh(o, t->world_size, &t->replicas, &shard);
 
   if (!planning) {
-    token_data_load(&t->data, o->data, o->data_format, o->config.vocab_size);
+    if (o->tokenizer)
+      token_data_tokenize(&t->data, o->data, o->tokenizer, o->config.vocab_size);
+    else
+      token_data_load(&t->data, o->data, o->data_format, o->config.vocab_size);
     token_data_split(&t->data, o->val_fraction, t->T, &t->train, &t->val);
     fsdp_log_info("data: %s, %zu tokens (%zu train, %zu val)", o->data, t->data.n_tokens, t->train.n_tokens,
                   t->val.n_tokens);
