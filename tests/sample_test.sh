@@ -74,7 +74,7 @@ expect_error "a text prompt of max_seq_len" "--prompt: 40 tokens leave no room" 
   --prompt "0123456789012345678901234567890123456789"
 expect_error "no tokenizer file" "--tokenizer '$tmp/none': No such file" $M --prompt-tokens 1 --tokenizer "$tmp/none"
 { le32 20240520; head -c 1020 /dev/zero; } >"$tmp/bad_magic.bin"
-expect_error "a tokenizer's magic" "--tokenizer $tmp/bad_magic.bin: not an llm.c tokenizer file" $M --prompt-tokens 1 \
+expect_error "a tokenizer's magic" "--tokenizer '$tmp/bad_magic.bin' is neither a Hugging Face tokenizer.json" $M --prompt-tokens 1 \
   --tokenizer "$tmp/bad_magic.bin"
 head -c 1500 "$tmp/tok.bin" >"$tmp/short.bin"
 expect_error "a truncated tokenizer" "--tokenizer $tmp/short.bin: ends" $M --prompt-tokens 1 --tokenizer "$tmp/short.bin"

@@ -4,7 +4,8 @@
 # is, with exit 1: never a hang in open(), never a read without bound. The readers: --data,
 # `fsdp memviz`, --init-from (a safetensors file; a folder's config.json, model.safetensors
 # and model.safetensors.index.json), a checkpoint's metadata.json and shard files
-# (--checkpoint, --resume), and --tokenizer. Growing and shrinking files are
+# (--checkpoint, --resume), and --tokenizer (sample's, train's, fsdp tokenize's; tokenize's
+# inputs are tokenize_test.sh's). Growing and shrinking files are
 # tests/input_file_test.c's: every reader goes through fsdp/input_file.h.
 # Usage: special_files_test.sh path/to/fsdp
 FSDP=${1:?usage: special_files_test.sh path/to/fsdp}
@@ -54,6 +55,10 @@ for path in "$tmp/fifo:is a FIFO" "/dev/zero:is a character device" "$tmp/to_zer
   expect "memviz $p" "memory snapshot '$p': $what, not a regular file" memviz "$p" -o "$tmp/page.html"
   expect "--tokenizer $p" "--tokenizer '$p': $what, not a regular file" sample --init-from "$tmp/model" \
     --prompt-tokens 1 --tokenizer "$p"
+  expect "train --tokenizer $p" "--tokenizer '$p': $what, not a regular file" train $SHAPE --data "$tmp/data.txt" \
+    --tokenizer "$p" --steps 1
+  expect "tokenize --tokenizer $p" "--tokenizer '$p': $what, not a regular file" tokenize --tokenizer "$p" \
+    -o "$tmp/tokens.bin" "$tmp/data.txt"
   [ "$p" = "$tmp/dir" ] && continue # a folder is --init-from's other form
   expect "--init-from $p" "safetensors file '$p': $what, not a regular file" eval --init-from "$p" \
     --data "$tmp/data.txt" --seq-len 16 --batches 1

@@ -27,7 +27,7 @@ struct train_options {
   int warmup;
   uint64_t seed;
   const char *data;
-  const char *data_format;     /* auto, text, nanogpt, llmc */
+  const char *data_format;     /* auto, text, nanogpt, llmc; NULL where the command reads no data */
   float val_fraction;
   int val_every;
   int val_batches;
@@ -64,7 +64,8 @@ struct train_options {
   int max_new_tokens;          /* sample only */
   float temperature;           /* sample only: 0 is greedy */
   int top_k;                   /* sample only: 0 keeps every token */
-  const char *tokenizer;       /* sample only: llm.c's GPT-2 tokenizer file, or NULL */
+  const char *tokenizer;       /* train, eval: a tokenizer.json that --data is text for; sample: a tokenizer.json or
+                                  llm.c's GPT-2 tokenizer file; or NULL */
   float comm_timeout;          /* seconds a collective may take before the watchdog ends the job */
   int mesh_replicate, mesh_shard; /* HSDP's mesh (R, S), R·S = W; 0, 0: (1, W) */
   int ranks_per_node;          /* plan only: for the traffic within and between nodes; 0: S */
@@ -88,23 +89,40 @@ void train_options_mesh(const struct train_options *o, int world_size, int *repl
 /* B: --batch-size, or --global-batch-size / (world_size * --grad-accum), which must divide. */
 int train_options_batch_per_rank(const struct train_options *o, int world_size);
 
-enum token_format { TOKENS_TEXT, TOKENS_NANOGPT, TOKENS_LLMC };
+/* Where tokens come from: a file of bytes, of nanoGPT's uint16, of llm.c's (a header,
+ * then uint16 or uint32), or text through --tokenizer. */
+enum token_format { TOKENS_TEXT, TOKENS_NANOGPT, TOKENS_LLMC, TOKENS_TOKENIZED };
 
 struct token_data {
-  uint16_t *tokens;
+  void *tokens; /* n_tokens ids of `width` bytes each: the file's own width, so that a */
+  int width;    /* GPT-2 corpus takes 2 bytes a token and a Llama 3 one 4 */
   size_t n_tokens;
   enum token_format format;
 };
 
-/* Loads a token file (format "auto" decides by content: llm.c magic, .bin suffix, else text)
- * and checks every token id against vocab_size; every problem ends the job with a
- * message naming the file. */
+/* Token i of an array of `width`-byte ids (1, 2 or 4). */
+static inline uint32_t token_at(const void *tokens, int width, size_t i) {
+  return width == 1 ? ((const uint8_t *)tokens)[i]
+         : width == 2 ? ((const uint16_t *)tokens)[i]
+                      : ((const uint32_t *)tokens)[i];
+}
+
+/* Loads a token file (format "auto" decides by content: an llm.c magic, else the .bin
+ * suffix for nanoGPT, else text; a header shaped like llm.c's that is none of its token
+ * files is refused) and checks every token id against vocab_size; every problem ends
+ * the job with a message naming the file. */
 void token_data_load(struct token_data *d, const char *path, const char *format, int vocab_size);
+/* Reads the text file at path as one document (text_data.c): the tokenizer's document
+ * token, then the text's ids; the tokenizer (a tokenizer.json) must fit vocab_size. */
+void token_data_tokenize(struct token_data *d, const char *path, const char *tokenizer, int vocab_size);
+/* Ends the job, naming path and the position, at the first id at or above vocab_size. */
+void token_data_check_vocab(const struct token_data *d, const char *path, int vocab_size);
 void token_data_free(struct token_data *d);
 
 /* A contiguous part of the tokens: the training split or the validation split. */
 struct token_split {
-  const uint16_t *tokens;
+  const void *tokens;
+  int width;
   size_t n_tokens;
 };
 void token_data_split(const struct token_data *d, float val_fraction, int seq_len, struct token_split *train,
@@ -164,5 +182,6 @@ int fsdp_plan_main(int argc, char **argv);
 int fsdp_eval_main(int argc, char **argv);
 int fsdp_export_main(int argc, char **argv);
 int fsdp_sample_main(int argc, char **argv);
+int fsdp_tokenize_main(int argc, char **argv);
 
 #endif

@@ -182,9 +182,21 @@ void fsdp_model_zero_grad(struct fsdp_model *m);
  * counts from 1. It uses up the gradients, as fsdp_model_zero_grad does. */
 void fsdp_model_adamw_step(struct fsdp_model *m, const struct adamw_config *cfg, int step);
 
-/* Linear warmup over `warmup` steps, then cosine decay from lr to min_lr at step
- * `total` (nanoGPT's schedule); step counts from 0. */
-float lr_warmup_cosine(int step, int warmup, int total, float lr, float min_lr);
+/* The learning rate: linear warmup over `warmup` steps, then cosine decay from lr to
+ * min_lr at step `total` (nanoGPT's schedule); steps count from 0. The decay's progress
+ * runs linearly from decay_progress at step decay_from to 1 at total: from 0 at the end
+ * of the warmup, unless the schedule was extended (a run resumed with another --steps). */
+struct lr_schedule {
+  float lr, min_lr;
+  int warmup, total;
+  int decay_from;
+  double decay_progress;
+};
+struct lr_schedule lr_warmup_cosine(float lr, float min_lr, int warmup, int total);
+/* s ending at total instead, from step at on: the rate at step at is s's, and the decay
+ * runs on from its progress there to min_lr at total (at < total). */
+struct lr_schedule lr_schedule_extend(const struct lr_schedule *s, int at, int total);
+float lr_at(const struct lr_schedule *s, int step);
 
 /* Mean and maximum of a per-rank value over every rank of the model, replicas
  * included (on the comm streams, so that the compute thread makes no MPI call). */

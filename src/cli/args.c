@@ -517,10 +517,14 @@ static const struct flag FLAGS[] = {
      "decay of the squared gradients' running mean, in [0, 1)"},
     {OPTIMIZER, "--eps", BOTH, "X", DEFAULT("1e-8"), set_eps, "added to the update's denominator"},
 
-    {DATA, "--data", TRAIN | EVAL, "FILE", REQUIRED, set_data, "token file"},
+    {DATA, "--data", TRAIN | EVAL, "FILE", REQUIRED, set_data, "token file, or text with --tokenizer"},
     {DATA, "--data", PLAN, "FILE", NOTE("none"), set_data, "token file, whose tokens' memory the plan then counts"},
     {DATA, "--data-format", BOTH | EVAL, "auto|text|nanogpt|llmc", DEFAULT("auto"), set_data_format,
-     "text: bytes; nanogpt: uint16 .bin; llmc: llm.c .bin (by its magic); auto tells them apart"},
+     "text: bytes; nanogpt: uint16 .bin; llmc: llm.c .bin (GPT-2's uint16 or Llama 3's uint32 ids, by its magic); "
+     "auto tells them apart, refusing a header it cannot prove"},
+    {DATA, "--tokenizer", TRAIN | EVAL, "FILE", NOTE("none"), set_tokenizer,
+     "a Hugging Face tokenizer.json: --data is text, tokenized at load as one document (the ids fsdp tokenize "
+     "would write)"},
     {DATA, "--val-fraction", BOTH, "X", DEFAULT("0.1"), set_val_fraction,
      "last fraction of the tokens kept for validation, in [0, 1)"},
     {DATA, "--val-every", BOTH, "N", DEFAULT("0"), set_val_every, "validate every N steps; 0 never"},
@@ -538,7 +542,8 @@ static const struct flag FLAGS[] = {
      "and an index; BYTES, or with KB, MB, GB, KiB, MiB, GiB"},
 
     {SAMPLE_ONLY, "--prompt", SAMPLE, "TEXT", NOTE("none"), set_prompt,
-     "the prompt as text, its bytes the tokens: for a byte-level model (vocab at most 256)"},
+     "the prompt as text: encoded by a --tokenizer tokenizer.json, else its bytes the tokens (a byte-level model, "
+     "vocab at most 256)"},
     {SAMPLE_ONLY, "--prompt-tokens", SAMPLE, "ID,ID,...", NOTE("none"), set_prompt_tokens,
      "the prompt as token ids (one of --prompt and --prompt-tokens is required)"},
     {SAMPLE_ONLY, "--seed", SAMPLE, "N", DEFAULT("1337"), set_seed,
@@ -550,7 +555,9 @@ static const struct flag FLAGS[] = {
     {SAMPLE_ONLY, "--top-k", SAMPLE, "K", DEFAULT("0"), set_top_k,
      "draw among the K largest logits only (ties to the lower ids); 0 keeps them all"},
     {SAMPLE_ONLY, "--tokenizer", SAMPLE, "FILE", NOTE("none: ids, or bytes for a byte-level model"), set_tokenizer,
-     "llm.c's GPT-2 tokenizer file (gpt2_tokenizer.bin), to print the tokens as text"},
+     "a Hugging Face tokenizer.json (--prompt is text, encoded after the document token; the new tokens are "
+     "printed as text, up to an end-of-text token), or llm.c's GPT-2 tokenizer file (gpt2_tokenizer.bin: printed "
+     "as text)"},
 
     {OUTPUT, "--log", BOTH, "FILE", NOTE("none"), set_log, "metrics, one JSON object per step"},
     {OUTPUT, "--peak-gflops", TRAIN, "X", NOTE("cpu: measured once and cached; cuda: none, no MFU"), set_peak_gflops,
@@ -729,6 +736,8 @@ static void resolve_and_check(struct train_options *o) {
   if (o->loss_scale > 0.0f && o->mp.param_dtype != DTYPE_F16)
     fsdp_fatal("--loss-scale: only for --param-dtype fp16 (bf16 and fp32 need no loss scaling)");
   if (o->mp.param_dtype == DTYPE_F16 && o->loss_scale == 0.0f) o->loss_scale = DEFAULT_LOSS_SCALE;
+  if (o->tokenizer && o->data_format && strcmp(o->data_format, "auto") != 0 && strcmp(o->data_format, "text") != 0)
+    fsdp_fatal("--data-format %s: with --tokenizer, --data is text to tokenize", o->data_format);
   if (!o->checkpoint_dir && o->checkpoint_every) fsdp_fatal("--checkpoint-every: needs --checkpoint-dir");
   if (!o->checkpoint_dir && o->keep_last) fsdp_fatal("--keep-last: needs --checkpoint-dir");
   if (o->resume && strcmp(o->resume, "auto") == 0 && !o->checkpoint_dir)

@@ -45,6 +45,7 @@ struct train_state {
   int optimizer_steps;
   float loss_scale; /* fp16's dynamic scale; 0: off */
   int good_steps;
+  struct lr_schedule schedule;
 };
 
 /* A rank's file: its name in the checkpoint directory (or, read back, its path), size,

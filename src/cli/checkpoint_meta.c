@@ -57,7 +57,6 @@ static int shaping_flags(const struct trainer *t, struct shaping_flag *f) {
   FLAG("--block-size", 1, "%d", c->max_seq_len);
   FLAG("--seq-len", 0, "%d", t->T);
   FLAG("--global-batch-size", 0, "%d", t->B * t->world_size * o->grad_accum);
-  FLAG("--steps", 0, "%d", o->steps);
   FLAG("--seed", 0, "%llu", (unsigned long long)o->seed);
   FLOAT_FLAG("--lr", o->lr);
   FLOAT_FLAG("--min-lr", o->min_lr);
@@ -120,6 +119,11 @@ static cJSON *state_json(const struct trainer *t, const struct train_state *s) {
   /* Both follow from the step: the schedule is evaluated at step - 1 for step (from 1),
    * and step's batch is global batch step - 1 of the seed (token_split_batch). */
   cJSON_AddNumberToObject(j, "lr_schedule_position", s->step);
+  /* What --steps may change on resume (lr_schedule_extend); the rest are training flags. */
+  cJSON *schedule = cJSON_AddObjectToObject(j, "lr_schedule");
+  cJSON_AddNumberToObject(schedule, "steps", s->schedule.total);
+  cJSON_AddNumberToObject(schedule, "decay_from", s->schedule.decay_from);
+  cJSON_AddNumberToObject(schedule, "decay_progress", s->schedule.decay_progress);
   cJSON_AddNumberToObject(j, "data_next_batch", s->step);
   char seed[32];
   snprintf(seed, sizeof seed, "%llu", (unsigned long long)t->opt.seed);
@@ -297,6 +301,30 @@ static void check_tensors(const char *path, const cJSON *root, const struct fsdp
   free(tensors);
 }
 
+/* The schedule of the run that wrote the checkpoint. --lr, --min-lr and --warmup are
+ * training flags, the same here; a checkpoint from before --steps could change holds
+ * its --steps among them, its decay unextended. */
+static struct lr_schedule read_schedule(const char *path, const cJSON *root, const cJSON *state,
+                                        const struct train_options *o) {
+  const cJSON *j = cJSON_GetObjectItemCaseSensitive(state, "lr_schedule");
+  if (!j) {
+    const char *steps = get_string(path, get_object(path, root, "training_flags"), "--steps");
+    return lr_warmup_cosine(o->lr, o->min_lr, o->warmup, atoi(steps));
+  }
+  if (!cJSON_IsObject(j)) fsdp_fatal("checkpoint metadata '%s': 'lr_schedule' is not an object", path);
+  struct lr_schedule s = lr_warmup_cosine(o->lr, o->min_lr, o->warmup, get_int(path, j, "steps"));
+  s.decay_from = get_int(path, j, "decay_from");
+  const cJSON *progress = get(path, j, "decay_progress");
+  if (!cJSON_IsNumber(progress) || !(progress->valuedouble >= 0.0 && progress->valuedouble < 1.0))
+    fsdp_fatal("checkpoint metadata '%s': 'decay_progress' is not a number in [0, 1)", path);
+  s.decay_progress = progress->valuedouble;
+  /* Re-anchored, the decay is past the warmup and before its end. */
+  if (s.decay_from < s.warmup || (s.decay_from > s.warmup && s.decay_from >= s.total))
+    fsdp_fatal("checkpoint metadata '%s': its lr_schedule's decay_from %d is before --warmup or past its steps",
+               path, s.decay_from);
+  return s;
+}
+
 static void read_state(const char *path, const cJSON *root, struct train_state *s) {
   const cJSON *j = get_object(path, root, "state");
   s->step = get_int(path, j, "step");
@@ -360,6 +388,7 @@ static void read_meta(const char *step_dir, const struct fsdp_model *m, const st
   if (t) check_flags(path, root, t);
   check_tensors(path, root, m);
   read_state(path, root, &out->state);
+  if (t) out->state.schedule = read_schedule(path, root, get_object(path, root, "state"), &t->opt);
   const cJSON *files = get_array(path, root, "files");
   out->n_files = cJSON_GetArraySize(files);
   if (out->n_files == 0) fsdp_fatal("checkpoint metadata '%s' lists no files", path);

@@ -86,6 +86,21 @@ void checkpoint_load_weights(const char *step_dir, struct fsdp_model *m) {
   ckpt_meta_free(&meta);
 }
 
+/* The checkpoint's schedule, to the new --steps where it differs: the steps after the
+ * checkpoint run as if --steps had been given when they began (lr_schedule_extend). */
+static void resume_schedule(struct trainer *t, const struct lr_schedule *saved, int step, const char *dir) {
+  int steps = t->opt.steps;
+  t->schedule = *saved;
+  if (steps == saved->total) return;
+  if (steps <= step)
+    fsdp_fatal("--steps %d: the checkpoint '%s' is at step %d; a resumed run needs --steps above it", steps, dir,
+               step);
+  t->schedule = lr_schedule_extend(saved, step, steps);
+  fsdp_log_info("resume: --steps %d, the checkpoint's %d: the learning rate goes on from %.3e at step %d, its decay "
+                "reaching --min-lr %.3e at step %d",
+                steps, saved->total, (double)lr_at(saved, step), step + 1, (double)saved->min_lr, steps);
+}
+
 static int resume(const struct checkpointing *c, struct trainer *t) {
   struct ckpt_path dir = resume_dir(c, t);
   if (!dir.s[0]) return 0;
@@ -99,6 +114,7 @@ static int resume(const struct checkpointing *c, struct trainer *t) {
   int step = meta.state.step;
   fsdp_log_info("resume: from '%s' at step %d (%d files, %.1f MiB, checked and read in %.0f ms)", dir.s, step,
                 meta.n_files, mib(bytes), time_now_ms() - began);
+  resume_schedule(t, &meta.state.schedule, step, dir.s);
   ckpt_meta_free(&meta);
   return step;
 }
@@ -191,7 +207,7 @@ static void start(struct checkpointing *c, struct trainer *t, int step) {
   comm_barrier(t->group);
   struct ckpt_path file = ckpt_path_join(step_dir.s, ckpt_rank_file(t->rank).s);
   c->writer = background_write_start(file.s, c->snapshot.data, c->snapshot.bytes);
-  c->pending = (struct train_state){step, t->optimizer_steps, t->scaler.scale, t->scaler.good_steps};
+  c->pending = (struct train_state){step, t->optimizer_steps, t->scaler.scale, t->scaler.good_steps, t->schedule};
   c->write_began_ms = began;
   fsdp_log_info("checkpoint step %d: %.1f MiB per rank copied out in %.1f ms; training stalled %.1f ms, the files "
                 "are written in the background",

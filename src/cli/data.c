@@ -1,6 +1,7 @@
-/* Token files: plain text (every byte a token), nanoGPT .bin (headerless
- * little-endian uint16) and llm.c .bin (a header of 256 little-endian int32,
- * then uint16 tokens). Every problem ends the job with a message naming the file. */
+/* Token files: plain text (every byte a token), nanoGPT .bin (headerless little-endian
+ * uint16) and llm.c .bin (a header of 256 little-endian int32: magic, version, token
+ * count; then the tokens, uint16 for GPT-2, uint32 for Llama 3). Tokens are kept at the
+ * file's width. Every problem ends the job with a message naming the file. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +13,20 @@
 #include "fsdp/rng.h"
 
 enum { LLMC_HEADER_INTS = 256, LLMC_HEADER_BYTES = LLMC_HEADER_INTS * 4 };
-static const uint32_t LLMC_MAGIC = 20240520;
 enum { LLMC_HEADER_MAGIC, LLMC_HEADER_VERSION, LLMC_HEADER_COUNT };
+
+/* The token files llm.c's data scripts write (dev/data/data_common.py); GPT-2's version 2
+ * is an earlier llm.c's, laid out alike. */
+static const struct llmc_kind {
+  uint32_t magic, version;
+  int width;
+  const char *name;
+} LLMC_KINDS[] = {
+    {20240520, 1, 2, "GPT-2's uint16"}, {20240520, 2, 2, "GPT-2's uint16"}, {20240801, 7, 4, "Llama 3's uint32"}};
+enum { N_LLMC_KINDS = sizeof LLMC_KINDS / sizeof LLMC_KINDS[0] };
+static const char LLMC_KNOWN[] =
+    "llm.c's token files have magic 20240520 and version 1 (GPT-2, uint16 tokens) or magic 20240801 and version 7 "
+    "(Llama 3, uint32 tokens)";
 
 enum { READ_CHUNK_BYTES = 1 << 16 };
 
@@ -27,10 +40,17 @@ struct token_file {
   FILE *f;
   const char *path;
   size_t size;
+  uint32_t head[2]; /* the first two int32 (magic and version, in an llm.c file), 0 past the end */
 };
 
 static uint32_t read_le32(const unsigned char *b) {
   return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static void read_exact(struct token_file *tf, void *buf, size_t bytes) {
+  if (fread(buf, 1, bytes, tf->f) == bytes) return;
+  if (ferror(tf->f)) fsdp_fatal("cannot read token file '%s': %s", tf->path, strerror(errno));
+  fsdp_fatal("token file '%s' shrank while it was read (%zu bytes at its open)", tf->path, tf->size);
 }
 
 static void open_token_file(struct token_file *tf, const char *path) {
@@ -40,21 +60,29 @@ static void open_token_file(struct token_file *tf, const char *path) {
   tf->path = path;
   tf->size = f.size;
   tf->f = input_file_stream(&f, "token file");
-}
-
-static void read_exact(struct token_file *tf, void *buf, size_t bytes) {
-  if (fread(buf, 1, bytes, tf->f) == bytes) return;
-  if (ferror(tf->f)) fsdp_fatal("cannot read token file '%s': %s", tf->path, strerror(errno));
-  fsdp_fatal("token file '%s' shrank while it was read (%zu bytes at its open)", tf->path, tf->size);
-}
-
-/* The first int32 of the file, or 0 when it is shorter than that; the position is left at the start. */
-static uint32_t peek_magic(struct token_file *tf) {
-  unsigned char head[4];
-  if (tf->size < sizeof head) return 0;
-  read_exact(tf, head, sizeof head);
+  unsigned char head[8] = {0};
+  size_t n = tf->size < sizeof head ? tf->size / 4 * 4 : sizeof head;
+  read_exact(tf, head, n);
   rewind(tf->f);
-  return read_le32(head);
+  tf->head[0] = read_le32(head);
+  tf->head[1] = read_le32(head + 4);
+}
+
+static const struct llmc_kind *llmc_kind(uint32_t magic, uint32_t version) {
+  for (int i = 0; i < N_LLMC_KINDS; i++)
+    if (LLMC_KINDS[i].magic == magic && LLMC_KINDS[i].version == version) return &LLMC_KINDS[i];
+  return NULL;
+}
+
+static int is_llmc_magic(uint32_t magic) { return magic == LLMC_KINDS[0].magic || magic == LLMC_KINDS[2].magic; }
+
+/* llm.c's magics are dates (20240520) and its versions small: a header of that shape
+ * that is no token file llm.c writes (its model or tokenizer files, an evaluation set, a
+ * version it never wrote) is refused rather than read as tokens. */
+static int looks_like_llmc(uint32_t magic, uint32_t version) {
+  uint32_t year = magic / 10000, month = magic / 100 % 100, day = magic % 100;
+  return year >= 2024 && year <= 2029 && month >= 1 && month <= 12 && day >= 1 && day <= 31 && version >= 1 &&
+         version <= 255;
 }
 
 static int has_bin_suffix(const char *path) {
@@ -62,10 +90,14 @@ static int has_bin_suffix(const char *path) {
   return n >= 4 && strcmp(path + n - 4, ".bin") == 0;
 }
 
-/* The llm.c magic alone decides, so that a truncated llm.c file is reported as one
- * instead of being read as uint16 tokens. */
+/* What auto proves from the content: an llm.c magic decides, so that a truncated llm.c
+ * file is reported as one instead of being read as uint16 tokens. */
 static enum token_format detect_format(struct token_file *tf) {
-  if (peek_magic(tf) == LLMC_MAGIC) return TOKENS_LLMC;
+  if (is_llmc_magic(tf->head[0])) return TOKENS_LLMC;
+  if (tf->size >= LLMC_HEADER_BYTES && looks_like_llmc(tf->head[0], tf->head[1]))
+    fsdp_fatal("token file '%s': its header looks like llm.c's (magic %u, version %u), but %s; give --data-format "
+               "nanogpt or text to read it as such",
+               tf->path, tf->head[0], tf->head[1], LLMC_KNOWN);
   return has_bin_suffix(tf->path) ? TOKENS_NANOGPT : TOKENS_TEXT;
 }
 
@@ -77,24 +109,28 @@ static enum token_format resolve_format(struct token_file *tf, const char *forma
   fsdp_fatal("unknown data format '%s' for '%s' (known: auto, text, nanogpt, llmc)", format, tf->path);
 }
 
-/* Reads n tokens of `width` bytes (1, or 2 little-endian) through a fixed buffer,
- * so that only the token array itself is as big as the file. */
-static void read_tokens(struct token_file *tf, size_t n, int width, uint16_t *tokens) {
-  unsigned char chunk[READ_CHUNK_BYTES];
+/* Reads n little-endian tokens of d->width bytes through a fixed buffer, so that only
+ * the token array itself is as big as the file. */
+static void load_body(struct token_data *d, struct token_file *tf, size_t n, int width) {
+  d->width = width;
+  d->n_tokens = n;
+  d->tokens = fsdp_xcalloc(n ? n : 1, (size_t)width);
+  unsigned char chunk[READ_CHUNK_BYTES], *out = d->tokens;
   size_t per_chunk = sizeof chunk / (size_t)width;
   for (size_t done = 0; done < n;) {
     size_t count = n - done < per_chunk ? n - done : per_chunk;
     read_exact(tf, chunk, count * (size_t)width);
-    for (size_t i = 0; i < count; i++)
-      tokens[done + i] = width == 1 ? chunk[i] : (uint16_t)(chunk[2 * i] | chunk[2 * i + 1] << 8);
+    for (size_t i = 0; i < count; i++) {
+      const unsigned char *b = chunk + i * (size_t)width;
+      if (width == 1)
+        out[done + i] = b[0];
+      else if (width == 2)
+        ((uint16_t *)d->tokens)[done + i] = (uint16_t)(b[0] | b[1] << 8);
+      else
+        ((uint32_t *)d->tokens)[done + i] = read_le32(b);
+    }
     done += count;
   }
-}
-
-static void load_body(struct token_data *d, struct token_file *tf, size_t n, int width) {
-  d->tokens = fsdp_xcalloc(n ? n : 1, sizeof *d->tokens);
-  d->n_tokens = n;
-  read_tokens(tf, n, width, d->tokens);
 }
 
 static void load_nanogpt(struct token_data *d, struct token_file *tf) {
@@ -113,23 +149,27 @@ static void load_llmc(struct token_data *d, struct token_file *tf) {
   uint32_t magic = read_le32(header + 4 * LLMC_HEADER_MAGIC);
   uint32_t version = read_le32(header + 4 * LLMC_HEADER_VERSION);
   int32_t count = (int32_t)read_le32(header + 4 * LLMC_HEADER_COUNT);
-  if (magic != LLMC_MAGIC)
-    fsdp_fatal("token file '%s' is not an llm.c file: magic %u, expected %u", tf->path, magic, LLMC_MAGIC);
-  if (version != 1 && version != 2)
-    fsdp_fatal("token file '%s': unsupported llm.c version %u (expected 1 or 2)", tf->path, version);
+  if (!is_llmc_magic(magic))
+    fsdp_fatal("token file '%s' is not an llm.c token file: magic %u (%s)", tf->path, magic, LLMC_KNOWN);
+  const struct llmc_kind *kind = llmc_kind(magic, version);
+  if (!kind)
+    fsdp_fatal("token file '%s': llm.c magic %u with version %u, but %s", tf->path, magic, version, LLMC_KNOWN);
   size_t body = tf->size - LLMC_HEADER_BYTES;
-  if (count < 0 || body != 2 * (size_t)count)
-    fsdp_fatal("token file '%s': the llm.c header says %d tokens (%lld bytes), but %zu bytes follow the header",
-               tf->path, (int)count, 2LL * count, body);
+  if (count < 0 || body != (size_t)kind->width * (size_t)count)
+    fsdp_fatal("token file '%s': the llm.c header says %d tokens (%lld bytes of %s ids), but %zu bytes follow the "
+               "header",
+               tf->path, (int)count, (long long)kind->width * count, kind->name, body);
   if (count == 0) fsdp_fatal("token file '%s' holds no tokens", tf->path);
-  load_body(d, tf, (size_t)count, 2);
+  load_body(d, tf, (size_t)count, kind->width);
 }
 
-static void check_vocab(const struct token_data *d, const char *path, int vocab_size) {
-  for (size_t i = 0; i < d->n_tokens; i++)
-    if (d->tokens[i] >= vocab_size)
-      fsdp_fatal("token file '%s': token id %u at position %zu is outside the vocabulary (vocab size %d)", path,
-                 (unsigned)d->tokens[i], i, vocab_size);
+void token_data_check_vocab(const struct token_data *d, const char *path, int vocab_size) {
+  for (size_t i = 0; i < d->n_tokens; i++) {
+    uint32_t id = token_at(d->tokens, d->width, i);
+    if (id >= (uint32_t)vocab_size)
+      fsdp_fatal("token file '%s': token id %u at position %zu is outside the vocabulary (vocab size %d)", path, id,
+                 i, vocab_size);
+  }
 }
 
 void token_data_load(struct token_data *d, const char *path, const char *format, int vocab_size) {
@@ -141,9 +181,10 @@ void token_data_load(struct token_data *d, const char *path, const char *format,
     case TOKENS_TEXT: load_body(d, &tf, tf.size, 1); break;
     case TOKENS_NANOGPT: load_nanogpt(d, &tf); break;
     case TOKENS_LLMC: load_llmc(d, &tf); break;
+    case TOKENS_TOKENIZED: FSDP_CHECK(0);
   }
   fclose(tf.f);
-  check_vocab(d, path, vocab_size);
+  token_data_check_vocab(d, path, vocab_size);
 }
 
 void token_data_free(struct token_data *d) {
@@ -169,8 +210,9 @@ void token_data_split(const struct token_data *d, float val_fraction, int seq_le
   if (val_fraction > 0.0f)
     check_split_size("validation", n_val, seq_len,
                      "lower --seq-len, raise --val-fraction (0 turns validation off), or use more data");
-  *train = (struct token_split){d->tokens, n_train};
-  *val = (struct token_split){d->tokens + n_train, n_val};
+  const unsigned char *tokens = d->tokens;
+  *train = (struct token_split){tokens, d->width, n_train};
+  *val = (struct token_split){tokens + n_train * (size_t)d->width, d->width, n_val};
 }
 
 void token_split_batch(const struct token_split *s, uint64_t seed, uint64_t batch_index, int first, int count,
@@ -181,12 +223,12 @@ void token_split_batch(const struct token_split *s, uint64_t seed, uint64_t batc
   uint64_t stream = BATCH_STREAM_TAG | batch_index;
   uint64_t n_starts = s->n_tokens - (size_t)T; /* the last start leaves one token for the last target */
   for (int j = 0; j < count; j++) {
-    const uint16_t *seq = s->tokens + rng_below(seed, stream, (uint64_t)first + (uint64_t)j, n_starts);
+    size_t start = rng_below(seed, stream, (uint64_t)first + (uint64_t)j, n_starts);
     int *in = inputs + (size_t)j * (size_t)T;
     int *tg = targets + (size_t)j * (size_t)T;
     for (int t = 0; t < T; t++) {
-      in[t] = seq[t];
-      tg[t] = seq[t + 1];
+      in[t] = (int)token_at(s->tokens, s->width, start + (size_t)t);
+      tg[t] = (int)token_at(s->tokens, s->width, start + (size_t)t + 1);
     }
   }
 }

@@ -11,10 +11,10 @@
 /* Window w: inputs tokens[w T .. w T + T - 1], targets one token later. */
 static void load_windows(const struct token_data *data, size_t first_window, int B, int T, int *inputs, int *targets) {
   for (int b = 0; b < B; b++) {
-    const uint16_t *w = data->tokens + (first_window + (size_t)b) * (size_t)T;
+    size_t start = (first_window + (size_t)b) * (size_t)T;
     for (int t = 0; t < T; t++) {
-      inputs[b * T + t] = w[t];
-      targets[b * T + t] = w[t + 1];
+      inputs[b * T + t] = (int)token_at(data->tokens, data->width, start + (size_t)t);
+      targets[b * T + t] = (int)token_at(data->tokens, data->width, start + (size_t)t + 1);
     }
   }
 }
@@ -34,7 +34,10 @@ int fsdp_eval_main(int argc, char **argv) {
   const char *too_large = o.family->batch_problem(&o.config, B, T);
   if (too_large) fsdp_fatal("%s", too_large);
   struct token_data data;
-  token_data_load(&data, o.data, o.data_format, o.config.vocab_size);
+  if (o.tokenizer)
+    token_data_tokenize(&data, o.data, o.tokenizer, o.config.vocab_size);
+  else
+    token_data_load(&data, o.data, o.data_format, o.config.vocab_size);
   size_t windows = (size_t)o.batches * (size_t)B, needed = windows * (size_t)T + 1;
   if (data.n_tokens < needed)
     fsdp_fatal("--data %s: %zu tokens, but %d batches of %d windows of %d tokens need %zu", o.data, data.n_tokens,

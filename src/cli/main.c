@@ -8,11 +8,12 @@ static void print_usage(FILE *out) {
   fputs("usage: fsdp COMMAND [options]\n"
         "\n"
         "commands:\n"
-        "  train    train a GPT-2 with fully sharded data parallelism (launch with mpirun -np N)\n"
+        "  train    train GPT-2 or Llama 3 with fully sharded data parallelism (launch with mpirun -np N)\n"
         "  plan     print the memory per rank and the traffic of a training configuration, allocating nothing\n"
-        "  eval     the mean loss of a model over fixed windows of a token file\n"
+        "  eval     the mean loss of a model over fixed windows of a token file (or of text, with --tokenizer)\n"
         "  export   write a model as Hugging Face safetensors and config.json\n"
         "  sample   generate tokens from a prompt with a KV cache (one rank)\n"
+        "  tokenize encode text files into a token file with a Hugging Face tokenizer.json\n"
         "  memviz   draw a memory snapshot of train as an HTML page or SVG image\n"
         "\n"
         "'fsdp COMMAND --help' lists a command's options.\n",
@@ -29,6 +30,7 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "eval") == 0) return fsdp_eval_main(argc - 1, argv + 1);
   if (strcmp(argv[1], "export") == 0) return fsdp_export_main(argc - 1, argv + 1);
   if (strcmp(argv[1], "sample") == 0) return fsdp_sample_main(argc - 1, argv + 1);
+  if (strcmp(argv[1], "tokenize") == 0) return fsdp_tokenize_main(argc - 1, argv + 1);
   if (strcmp(argv[1], "memviz") == 0) return fsdp_memviz_main(argc - 1, argv + 1);
   fprintf(stderr, "fsdp: error: unknown command '%s'\n", argv[1]);
   print_usage(stderr);

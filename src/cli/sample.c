@@ -9,36 +9,43 @@
 #include "fsdp/error.h"
 #include "model_source.h"
 #include "sampler.h"
-#include "tokenizer.h"
+#include "tokenizer_file.h"
 
 /* Byte-level models read and print text as bytes, token id = byte. */
 enum { BYTE_VOCAB = 256 };
 
-/* The prompt's ids, from --prompt's bytes or --prompt-tokens, checked against the model. */
-static int *prompt_ids(const struct train_options *o, int *n) {
+/* The prompt's ids: --prompt-tokens; --prompt encoded by a tokenizer.json (as a document
+ * starts, after its document token), or its bytes for a byte-level model. Checked
+ * against the model. */
+static int *prompt_ids(const struct train_options *o, const struct tokenizer_file *t, int *n) {
   int V = o->config.vocab_size, max = o->config.max_seq_len;
   if (!o->prompt == !o->prompt_ids)
     fsdp_fatal(o->prompt ? "--prompt and --prompt-tokens: give one of them, not both"
                          : "--prompt or --prompt-tokens is required (see fsdp sample --help)");
   const char *flag = o->prompt ? "--prompt" : "--prompt-tokens";
-  *n = o->prompt ? (int)strlen(o->prompt) : o->n_prompt_ids;
-  if (o->prompt && V > BYTE_VOCAB)
+  int encoded = o->prompt && t->json;
+  if (o->prompt && !encoded && V > BYTE_VOCAB)
     fsdp_fatal("--prompt: text is read as bytes, for a byte-level model (vocab at most %d); this one has %d "
-               "tokens: give --prompt-tokens",
+               "tokens: give --prompt-tokens, or a --tokenizer tokenizer.json to encode the text",
                BYTE_VOCAB, V);
+  int *ids;
+  if (encoded) {
+    ids = tokenizer_file_encode(t, o->prompt, n);
+  } else {
+    *n = o->prompt ? (int)strlen(o->prompt) : o->n_prompt_ids;
+    ids = fsdp_xcalloc((size_t)*n + 1, sizeof *ids);
+    for (int i = 0; i < *n; i++) ids[i] = o->prompt ? (unsigned char)o->prompt[i] : o->prompt_ids[i];
+  }
   if (*n >= max)
     fsdp_fatal("%s: %d tokens leave no room for a new one within the model's max_seq_len %d", flag, *n, max);
-  int *ids = fsdp_xcalloc((size_t)*n, sizeof *ids);
-  for (int i = 0; i < *n; i++) {
-    ids[i] = o->prompt ? (unsigned char)o->prompt[i] : o->prompt_ids[i];
+  for (int i = 0; i < *n; i++)
     if (ids[i] >= V) fsdp_fatal("%s: token id %d is not below the model's vocab size %d", flag, ids[i], V);
-  }
   return ids;
 }
 
-static void print_token(const struct train_options *o, const struct tokenizer *t, int id, int first) {
+static void print_token(const struct train_options *o, const struct tokenizer_file *t, int id, int first) {
   if (o->tokenizer)
-    tokenizer_print(t, id, stdout);
+    tokenizer_file_print(t, id, stdout);
   else if (o->config.vocab_size <= BYTE_VOCAB)
     putchar(id);
   else
@@ -57,10 +64,13 @@ int fsdp_sample_main(int argc, char **argv) {
   if (comm_size(world) != 1)
     fsdp_fatal("fsdp sample runs on one rank, not %d: a generation is one sequence (launch it without mpirun -np)",
                comm_size(world));
+  struct tokenizer_file tokenizer = {0};
+  if (o.tokenizer) tokenizer_file_load(&tokenizer, "--tokenizer", o.tokenizer);
+  if (tokenizer.json && tokenizer.vocab_size > o.config.vocab_size)
+    fsdp_fatal("--tokenizer '%s' has %d tokens, more than the model's vocab size %d", o.tokenizer, tokenizer.vocab_size,
+               o.config.vocab_size);
   int n_prompt;
-  int *ids = prompt_ids(&o, &n_prompt);
-  struct tokenizer tokenizer = {0};
-  if (o.tokenizer) tokenizer_load(&tokenizer, "--tokenizer", o.tokenizer);
+  int *ids = prompt_ids(&o, &tokenizer, &n_prompt);
   int total = n_prompt + o.max_new_tokens;
   if (total > o.config.max_seq_len) {
     fprintf(stderr, "stopping at the model's max_seq_len %d: %d new tokens, not %d\n", o.config.max_seq_len,
@@ -82,6 +92,12 @@ int fsdp_sample_main(int argc, char **argv) {
   o.family->decode(model, cache, ids, n_prompt, logits); /* the prompt as one step */
   for (int position = n_prompt; position < total; position++) {
     int next = sampler_next(&sampler, logits);
+    if (tokenizer.json && tokenizer_file_stops_at(&tokenizer, next)) {
+      size_t length;
+      const unsigned char *text = text_tokenizer_bytes(tokenizer.json, next, &length);
+      fprintf(stderr, "stopped at %.*s (token %d)\n", (int)length, (const char *)text, next);
+      break;
+    }
     print_token(&o, &tokenizer, next, position == n_prompt);
     if (position + 1 < total) o.family->decode(model, cache, &next, 1, logits);
   }
@@ -91,7 +107,7 @@ int fsdp_sample_main(int argc, char **argv) {
   sampler_free(&sampler);
   o.family->cache_free(model, cache);
   source_model_close(&m, &o);
-  if (o.tokenizer) tokenizer_free(&tokenizer);
+  if (o.tokenizer) tokenizer_file_free(&tokenizer);
   free(ids);
   free(o.prompt_ids);
   comm_finalize();

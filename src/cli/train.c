@@ -76,7 +76,10 @@ void trainer_setup(struct trainer *t, const struct train_options *o, struct devi
   train_options_mesh(o, t->world_size, &t->replicas, &shard);
 
   if (!planning) {
-    token_data_load(&t->data, o->data, o->data_format, o->config.vocab_size);
+    if (o->tokenizer)
+      token_data_tokenize(&t->data, o->data, o->tokenizer, o->config.vocab_size);
+    else
+      token_data_load(&t->data, o->data, o->data_format, o->config.vocab_size);
     token_data_split(&t->data, o->val_fraction, t->T, &t->train, &t->val);
     fsdp_log_info("data: %s, %zu tokens (%zu train, %zu val)", o->data, t->data.n_tokens, t->train.n_tokens,
                   t->val.n_tokens);
@@ -92,6 +95,7 @@ void trainer_setup(struct trainer *t, const struct train_options *o, struct devi
   t->model = o->family->create(&o->config, &t->fsdp, t->B, t->T, o->ac_every);
   fsdp_model_wrap(&t->fsdp, &o->wrap);
   t->scaler.scale = o->loss_scale;
+  t->schedule = lr_warmup_cosine(o->lr, o->min_lr, o->warmup, o->steps);
   model_source_load(o, &t->fsdp);
   t->flops_per_step = mfu_flops_per_token(o, fsdp_model_numel(&t->fsdp)) * t->B * t->T * t->world_size * o->grad_accum;
   if (!planning) log_run(t);
@@ -183,7 +187,7 @@ void trainer_step(struct trainer *t, int step, struct step_metrics *m) {
   double start = time_now_ms();
   device_reset_peaks(t->device);
   if (t->device != device_cpu()) device_reset_peaks(device_cpu());
-  float lr = lr_warmup_cosine(step - 1, o->warmup, o->steps, o->lr, o->min_lr);
+  float lr = lr_at(&t->schedule, step - 1);
   m->loss_scale = t->scaler.scale;
   double loss = forward_backward(t, step);
   double norm = fsdp_model_grad_norm(&t->fsdp);

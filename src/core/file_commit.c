@@ -34,6 +34,18 @@ void file_commit_write(int fd, const char *path, const void *data, size_t n) {
   }
 }
 
+void file_commit_write_at(int fd, const char *path, const void *data, size_t n, size_t offset) {
+  const char *p = data;
+  while (n > 0) {
+    ssize_t got = pwrite(fd, p, n, (off_t)offset);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) fsdp_fatal("%s: cannot write: %s", path, got < 0 ? strerror(errno) : "no progress");
+    p += got;
+    n -= (size_t)got;
+    offset += (size_t)got;
+  }
+}
+
 void file_commit_finish(int fd, const char *tmp, const char *path) {
   if (fsync(fd) != 0) fsdp_fatal("%s: cannot sync: %s", tmp, strerror(errno));
   if (close(fd) != 0) fsdp_fatal("%s: cannot close: %s", tmp, strerror(errno));

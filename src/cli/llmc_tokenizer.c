@@ -1,4 +1,4 @@
-#include "tokenizer.h"
+#include "llmc_tokenizer.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -6,17 +6,17 @@
 #include "fsdp/error.h"
 #include "fsdp/input_file.h"
 
-enum { HEADER_WORDS = 256, MAGIC = 20240328 };
+enum { HEADER_WORDS = 256 };
 
-void tokenizer_load(struct tokenizer *t, const char *flag, const char *path) {
+void llmc_tokenizer_load(struct llmc_tokenizer *t, const char *flag, const char *path) {
   struct input_file file;
   input_file_open(&file, flag, path);
   FILE *f = input_file_stream(&file, flag);
   uint32_t header[HEADER_WORDS];
   if (fread(header, sizeof header[0], HEADER_WORDS, f) != HEADER_WORDS)
     fsdp_fatal("%s %s: shorter than the tokenizer header (%d uint32)", flag, path, HEADER_WORDS);
-  if (header[0] != MAGIC)
-    fsdp_fatal("%s %s: not an llm.c tokenizer file (magic %u, not %d)", flag, path, header[0], MAGIC);
+  if (header[0] != LLMC_TOKENIZER_MAGIC)
+    fsdp_fatal("%s %s: not an llm.c tokenizer file (magic %u, not %d)", flag, path, header[0], LLMC_TOKENIZER_MAGIC);
   /* Version 2 adds the end-of-text id in header[3]; the tokens are laid out alike. */
   if (header[1] != 1 && header[1] != 2) fsdp_fatal("%s %s: unknown tokenizer version %u", flag, path, header[1]);
   if (header[2] < 1 || header[2] > INT32_MAX)
@@ -35,13 +35,13 @@ void tokenizer_load(struct tokenizer *t, const char *flag, const char *path) {
   fclose(f);
 }
 
-void tokenizer_free(struct tokenizer *t) {
+void llmc_tokenizer_free(struct llmc_tokenizer *t) {
   for (int i = 0; i < t->vocab_size; i++) free(t->bytes[i]);
   free(t->bytes);
   free(t->length);
 }
 
-void tokenizer_print(const struct tokenizer *t, int id, FILE *out) {
+void llmc_tokenizer_print(const struct llmc_tokenizer *t, int id, FILE *out) {
   if (id < t->vocab_size)
     fwrite(t->bytes[id], 1, t->length[id], out);
   else
