@@ -46,7 +46,8 @@ static double probe_gflops(void) {
   size_t in = (size_t)PROBE_M * PROBE_K, w = (size_t)PROBE_N * PROBE_K, out = (size_t)PROBE_M * PROBE_N;
   uint16_t *buf = fsdp_xmalloc((in + w + out) * sizeof *buf);
   for (size_t i = 0; i < in + w; i++) buf[i] = f32_to_bf16((float)(i % 13) / 13.0f - 0.5f);
-  struct tensor x = tensor_2d(buf, DTYPE_BF16, PROBE_M, PROBE_K), wt = tensor_2d(buf + in, DTYPE_BF16, PROBE_N, PROBE_K);
+  struct tensor x = tensor_2d(buf, DTYPE_BF16, PROBE_M, PROBE_K);
+  struct tensor wt = tensor_2d(buf + in, DTYPE_BF16, PROBE_N, PROBE_K);
   struct tensor y = tensor_2d(buf + in + w, DTYPE_BF16, PROBE_M, PROBE_N);
   nn_matmul_forward(&k, y, x, wt, TENSOR_NONE); /* creates the primitive */
   double best = 1e300, start = time_now_ms();
@@ -69,7 +70,8 @@ static void cpu_model(char *out, size_t size) {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned regs[12];
   if (__get_cpuid_max(0x80000000u, NULL) < 0x80000004u) return;
-  for (unsigned i = 0; i < 3; i++) __get_cpuid(0x80000002u + i, &regs[4 * i], &regs[4 * i + 1], &regs[4 * i + 2], &regs[4 * i + 3]);
+  for (unsigned i = 0; i < 3; i++)
+    __get_cpuid(0x80000002u + i, &regs[4 * i], &regs[4 * i + 1], &regs[4 * i + 2], &regs[4 * i + 3]);
   char brand[sizeof regs + 1];
   memcpy(brand, regs, sizeof regs);
   brand[sizeof regs] = '\0';

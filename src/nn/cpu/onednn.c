@@ -102,7 +102,8 @@ static void cache_free(void *p) {
 
 static void start(void) {
   DNNL(dnnl_engine_create(&lib.engine, dnnl_cpu, 0));
-  if (pthread_key_create(&lib.owner, cache_free) != 0) fsdp_fatal("oneDNN matmul: cannot create the threads' cache key");
+  if (pthread_key_create(&lib.owner, cache_free) != 0)
+    fsdp_fatal("oneDNN matmul: cannot create the threads' cache key");
 }
 
 struct onednn_operand onednn_matrix_rows(int64_t rows, int64_t cols, int64_t ld) {
