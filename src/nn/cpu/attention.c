@@ -2,6 +2,7 @@
 #include <omp.h>
 #include <stddef.h>
 
+#include "attention.h"
 #include "onednn.h"
 #include "typed.h"
 
@@ -10,20 +11,7 @@
 #pragma omp declare simd notinbranch
 float expf(float x);
 
-/* Where the heads of one call live, so that GPT-2's packed qkv and Llama's separate
- * q, k, v share the kernels: q, k and v are (B, T, heads, hs) views whose positions
- * are qs and kvs elements apart (3C for all three in a packed qkv); NH query heads share
- * NKV kv heads, query head h using kv head h / (NH / NKV). out is (B, T, NH * hs). */
-struct head_layout {
-  int B, T, NH, NKV, hs, qs, kvs;
-};
-
-/* Where head h of batch b starts in a view whose positions are stride elements apart. */
-static size_t at(const struct head_layout *hl, int stride, int b, int h) {
-  return (size_t)b * hl->T * stride + (size_t)h * hl->hs;
-}
-
-/* ---- A head's products: fp32 matrices whose rows are ld floats apart ----
+/* ---- An fp32 head's products: matrices whose rows are ld floats apart ----
  * The heads run in one parallel region, each thread its heads' products one after the
  * other with oneDNN's sgemm, single-threaded inside the region, and the softmax between
  * them while the head's scores are in cache. Batched matmul primitives over all heads
@@ -64,17 +52,16 @@ static void head_keys_grad(float *dk, int lddk, const float *ds, const float *q,
 
 /* ---- The softmax between them ---- */
 
-/* Each row t of a (T, T) in place: softmax over s <= t, 0 after. */
-static void causal_softmax(float *a, int T) {
+void causal_softmax(float *a, int T, float scale) {
   for (int t = 0; t < T; t++) {
     float *row = a + (size_t)t * T;
     float maxval = -INFINITY;
 #pragma omp simd reduction(max : maxval)
-    for (int s = 0; s <= t; s++) maxval = row[s] > maxval ? row[s] : maxval;
+    for (int s = 0; s <= t; s++) maxval = row[s] * scale > maxval ? row[s] * scale : maxval;
     float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
     for (int s = 0; s <= t; s++) {
-      row[s] = expf(row[s] - maxval);
+      row[s] = expf(row[s] * scale - maxval);
       sum += row[s];
     }
     float inv = 1.0f / sum;
@@ -83,9 +70,7 @@ static void causal_softmax(float *a, int T) {
   }
 }
 
-/* The softmax's Jacobian applied to datt (T, T) in place, with att the softmax:
- * dpreatt = att * (datt - rowsum(att * datt)), 0 where masked. */
-static void causal_softmax_backward(float *datt, const float *att, int T) {
+void causal_softmax_backward(float *datt, const float *att, int T) {
   for (int t = 0; t < T; t++) {
     const float *arow = att + (size_t)t * T;
     float *row = datt + (size_t)t * T;
@@ -111,7 +96,7 @@ struct head {
 /* att = softmax_causal(q k^T / sqrt(hs)), out = att @ v. */
 static void head_forward(const struct head *x, int T, int hs, float scale) {
   head_scores(x->att, x->q, x->ldq, x->k, x->ldkv, T, hs, scale);
-  causal_softmax(x->att, T);
+  causal_softmax(x->att, T, 1.0f);
   head_values(x->out, x->ldo, x->att, x->v, x->ldkv, T, hs);
 }
 
@@ -135,34 +120,24 @@ static void head_backward(const struct head_grad *x, float *dpre, int T, int hs,
 
 /* ---- All heads ---- */
 
-/* An fp32 call computes on its tensors in place. A 16-bit one widens the head's q, k
- * and v into the thread's scratch, computes att and out there in fp32 (out from the
- * fp32 att, as the fp32 kernel does), and stores both rounded once. */
+/* An fp32 call computes on its tensors in place; a 16-bit one is attention16.c's. */
 static void attention_forward(struct tensor out, struct tensor att, struct tensor q, struct tensor k,
                               struct tensor v, const struct head_layout *hl) {
   int T = hl->T, hs = hl->hs, group = hl->NH / hl->NKV;
   int os = hl->NH * hs;
-  size_t TT = (size_t)T * T, Ths = (size_t)T * hs;
+  size_t TT = (size_t)T * T;
   float scale = 1.0f / sqrtf((float)hs);
 #pragma omp parallel for collapse(2)
   for (int b = 0; b < hl->B; b++) {
     for (int h = 0; h < hl->NH; h++) {
-      size_t qa = at(hl, hl->qs, b, h), kva = at(hl, hl->kvs, b, h / group), oa = at(hl, os, b, h);
-      size_t aa = ((size_t)b * hl->NH + h) * TT;
-      if (out.dtype == DTYPE_F32) {
-        struct head x = {f32(q) + qa, f32(k) + kva, f32(v) + kva, hl->qs, hl->kvs, f32(att) + aa, f32(out) + oa, os};
-        head_forward(&x, T, hs, scale);
+      if (out.dtype != DTYPE_F32) {
+        attention16_head_forward(out, att, q, k, v, hl, b, h);
         continue;
       }
-      float *buf = cpu_scratch((TT + 4 * Ths) * sizeof(float));
-      float *qf = buf + TT, *kf = qf + Ths, *vf = kf + Ths, *of = vf + Ths;
-      rows_in(q, qa, T, hs, (size_t)hl->qs, qf);
-      rows_in(k, kva, T, hs, (size_t)hl->kvs, kf);
-      rows_in(v, kva, T, hs, (size_t)hl->kvs, vf);
-      struct head x = {qf, kf, vf, hs, hs, buf, of, hs};
+      size_t qa = head_at(hl, hl->qs, b, h), kva = head_at(hl, hl->kvs, b, h / group), oa = head_at(hl, os, b, h);
+      size_t aa = ((size_t)b * hl->NH + h) * TT;
+      struct head x = {f32(q) + qa, f32(k) + kva, f32(v) + kva, hl->qs, hl->kvs, f32(att) + aa, f32(out) + oa, os};
       head_forward(&x, T, hs, scale);
-      span_store(att, aa, TT, buf);
-      rows_store(out, oa, T, hs, (size_t)os, of);
     }
   }
 }
@@ -173,51 +148,30 @@ size_t cpu_attention_backward_scratch(const struct tensor *att) {
 }
 
 /* A task owns a kv head and runs the query heads sharing it one after another, so no
- * two threads add to the same dk or dv. A 16-bit call widens the kv head's k, v, dk and
- * dv into the thread's scratch, and each query head's q, dq, dout and att, so that every
- * gradient sums in fp32 over the whole group and is stored rounded once. */
+ * two threads add to the same dk or dv. */
 static void attention_backward(struct tensor dq, struct tensor dk, struct tensor dv, struct tensor dout,
                                struct tensor q, struct tensor k, struct tensor v, struct tensor att, float *scratch,
                                const struct head_layout *hl) {
   int T = hl->T, hs = hl->hs, group = hl->NH / hl->NKV;
   int os = hl->NH * hs;
-  size_t TT = (size_t)T * T, Ths = (size_t)T * hs;
+  size_t TT = (size_t)T * T;
   float scale = 1.0f / sqrtf((float)hs);
 #pragma omp parallel for collapse(2)
   for (int b = 0; b < hl->B; b++) {
     for (int g = 0; g < hl->NKV; g++) {
       float *dpre = scratch + (size_t)omp_get_thread_num() * TT;
-      size_t kva = at(hl, hl->kvs, b, g);
-      if (dout.dtype == DTYPE_F32) {
-        for (int h = g * group; h < (g + 1) * group; h++) {
-          size_t qa = at(hl, hl->qs, b, h), oa = at(hl, os, b, h);
-          struct head_grad x = {f32(q) + qa, f32(k) + kva, f32(v) + kva, f32(att) + ((size_t)b * hl->NH + h) * TT,
-                                f32(dout) + oa, hl->qs, hl->kvs, os, dq.data ? f32(dq) + qa : NULL,
-                                dk.data ? f32(dk) + kva : NULL, dv.data ? f32(dv) + kva : NULL};
-          head_backward(&x, dpre, T, hs, scale);
-        }
+      if (dout.dtype != DTYPE_F32) {
+        attention16_group_backward(dq, dk, dv, dout, q, k, v, att, dpre, hl, b, g);
         continue;
       }
-      float *af = cpu_scratch((TT + 7 * Ths) * sizeof(float));
-      float *kf = af + TT, *vf = kf + Ths, *dkf = vf + Ths, *dvf = dkf + Ths, *qf = dvf + Ths, *dqf = qf + Ths;
-      float *df = dqf + Ths;
-      rows_in(k, kva, T, hs, (size_t)hl->kvs, kf);
-      rows_in(v, kva, T, hs, (size_t)hl->kvs, vf);
-      if (dk.data) rows_in(dk, kva, T, hs, (size_t)hl->kvs, dkf);
-      if (dv.data) rows_in(dv, kva, T, hs, (size_t)hl->kvs, dvf);
+      size_t kva = head_at(hl, hl->kvs, b, g);
       for (int h = g * group; h < (g + 1) * group; h++) {
-        size_t qa = at(hl, hl->qs, b, h), oa = at(hl, os, b, h);
-        rows_in(q, qa, T, hs, (size_t)hl->qs, qf);
-        rows_in(dout, oa, T, hs, (size_t)os, df);
-        const float *a = span_in(att, ((size_t)b * hl->NH + h) * TT, TT, af);
-        if (dq.data) rows_in(dq, qa, T, hs, (size_t)hl->qs, dqf);
-        struct head_grad x = {qf, kf, vf, a, df, hs, hs, hs, dq.data ? dqf : NULL, dk.data ? dkf : NULL,
-                              dv.data ? dvf : NULL};
+        size_t qa = head_at(hl, hl->qs, b, h), oa = head_at(hl, os, b, h);
+        struct head_grad x = {f32(q) + qa, f32(k) + kva, f32(v) + kva, f32(att) + ((size_t)b * hl->NH + h) * TT,
+                              f32(dout) + oa, hl->qs, hl->kvs, os, dq.data ? f32(dq) + qa : NULL,
+                              dk.data ? f32(dk) + kva : NULL, dv.data ? f32(dv) + kva : NULL};
         head_backward(&x, dpre, T, hs, scale);
-        if (dq.data) rows_store(dq, qa, T, hs, (size_t)hl->qs, dqf);
       }
-      if (dk.data) rows_store(dk, kva, T, hs, (size_t)hl->kvs, dkf);
-      if (dv.data) rows_store(dv, kva, T, hs, (size_t)hl->kvs, dvf);
     }
   }
 }

@@ -1,11 +1,8 @@
 #include "cpu.h"
 
-/* The layer kernels take fp32, bf16 and fp16 (typed.h); a training step still computes
- * in fp32 on the CPU, from the 16-bit parameters' rounded values. */
-static enum dtype cpu_compute_dtype(enum dtype param_dtype) {
-  (void)param_dtype;
-  return DTYPE_F32;
-}
+/* The CPU computes in the parameters' dtype, as a GPU does: 16-bit parameters are
+ * gathered, and their activations and gradients stored, in 16 bits (typed.h, onednn.h). */
+static enum dtype cpu_compute_dtype(enum dtype param_dtype) { return param_dtype; }
 
 /* The CPU sums into a register. */
 static size_t cpu_no_scratch(size_t n) {
