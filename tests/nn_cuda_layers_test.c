@@ -148,11 +148,12 @@ struct shape {
   int B, T, C, NH, V;
 };
 
-static void test_encoder(const struct shape *s, enum dtype d) {
+/* A vocabulary of V tokens: smaller than N, tokens repeat and their rows of dwte add up;
+ * past the counting sort's chunk of 1024 positions (src/nn/cuda/encoder.h), a token's
+ * positions span chunks. */
+static void test_encoder(const struct shape *s, int V, enum dtype d) {
   size_t N = (size_t)s->B * s->T, C = s->C;
   int *ids = fsdp_xmalloc(N * sizeof *ids);
-  /* A vocabulary smaller than N: tokens repeat, and their rows of dwte add up. */
-  int V = s->T / 2 + 1;
   void *gids = tokens(ids, N, V);
   struct tensor cinp = tensor_2d(ids, DTYPE_I32, s->B, s->T), ginp = tensor_2d(gids, DTYPE_I32, s->B, s->T);
   struct pair wte = random_pair(d, (size_t)V * C, 0.5f), wpe = random_pair(d, (size_t)s->T * C, 0.5f);
@@ -167,7 +168,9 @@ static void test_encoder(const struct shape *s, enum dtype d) {
   /* out serves as dout; wte and wpe as the gradients they accumulate into. */
   nn_encoder_backward(&cpu_ctx, cpu2(&wte, C), cpu2(&wpe, C), cpu2(&out, C), cinp);
   nn_encoder_backward(&gpu_ctx, gpu2(&wte, C), gpu2(&wpe, C), gpu2(&out, C), ginp);
-  expect(s->name, "encoder_backward dwte", &wte, EXACT);
+  char what[64];
+  snprintf(what, sizeof what, "encoder_backward dwte (V %d)", V);
+  expect(s->name, what, &wte, EXACT);
   expect(s->name, "encoder_backward dwpe", &wpe, EXACT);
   release(&out2);
   release(&out);
@@ -333,7 +336,7 @@ int main(void) {
     for (size_t j = 0; j < sizeof DTYPES / sizeof DTYPES[0]; j++) {
       const struct shape *s = &SHAPES[i];
       enum dtype d = DTYPES[j];
-      test_encoder(s, d);
+      test_encoder(s, s->T / 2 + 1, d);
       test_layernorm(s, d);
       test_matmul(s, d, 3 * s->C, 1, 0);
       test_matmul(s, d, 3 * s->C, 1, 1);
@@ -342,6 +345,17 @@ int main(void) {
       test_elementwise(s, d);
       test_crossentropy(s, d);
     }
+  /* Many rows: the embedding's sort over several chunks (a token in most of them with 3
+   * tokens, mostly empty rows with GPT-2's 50257) and the column sums over several splits
+   * of rows, the last one shorter (src/nn/cuda/colsum.h). */
+  static const struct shape LONG = {"long", 3, 1500, 40, 4, 333};
+  for (size_t j = 0; j < sizeof DTYPES / sizeof DTYPES[0]; j++) {
+    test_encoder(&LONG, 3, DTYPES[j]);
+    test_encoder(&LONG, 751, DTYPES[j]);
+    test_encoder(&LONG, 50257, DTYPES[j]);
+    test_layernorm(&LONG, DTYPES[j]);
+    test_matmul(&LONG, DTYPES[j], 3 * LONG.C, 1, 0);
+  }
   stream_destroy(gpu_ctx.stream);
   stream_destroy(cpu_ctx.stream);
   device_close(gpu);

@@ -20,7 +20,9 @@ void cuda_encoder_backward(void *p) {
   enum dtype d = a->dout.dtype;
   int B = (int)a->inp.shape[0], T = (int)a->inp.shape[1], C = (int)tensor_cols(&a->dout);
   cudaStream_t s = layer_stream();
-  if (a->dwte.data) layer_check(op, gpu_encoder_backward_wte(d, a->dwte.data, a->dout.data, a->inp.data, B * T, C, s));
+  if (a->dwte.data)
+    layer_check(op, gpu_encoder_backward_wte(d, a->dwte.data, a->dout.data, a->inp.data, B * T,
+                                             (int)a->dwte.shape[0], C, a->scratch, s));
   if (a->dwpe.data) layer_check(op, gpu_encoder_backward_wpe(d, a->dwpe.data, a->dout.data, B, T, C, s));
 }
 
@@ -43,7 +45,7 @@ void cuda_layernorm_backward(void *p) {
                                                  a->mean.data, a->rstd.data, N, C, s));
   if (a->dweight.data || a->dbias.data)
     layer_check(op, gpu_layernorm_backward_params(d, a->dweight.data, a->dbias.data, a->dout.data, a->inp.data,
-                                                  a->mean.data, a->rstd.data, N, C, s));
+                                                  a->mean.data, a->rstd.data, N, C, a->scratch, s));
 }
 
 void cuda_gelu_forward(void *p) {
