@@ -7,9 +7,9 @@
  * values, the GPU in the dtype (fp32 accumulation, 16-bit storage). An element passes when
  * |cuda - cpu| <= tol * (|cpu| + rms), rms the root mean square of the CPU's result (so
  * that an element near zero after cancellation is judged at the scale of its terms), with
- *   fp32: 0 (bit for bit) for the encoder, the residual and the cross-entropy's backward,
- *         whose sums the GPU forms in the CPU's order; 1e-5 for the rest (sums in another
- *         order, CUDA's expf and tanhf, cuBLASLt in pure fp32: CUBLAS_COMPUTE_32F, no TF32);
+ *   fp32: 0 (bit for bit) for the encoder and the residual, whose sums the GPU forms in
+ *         the CPU's order; 1e-5 for the rest (sums in another order, CUDA's expf and
+ *         tanhf, cuBLASLt in pure fp32: CUBLAS_COMPUTE_32F, no TF32);
  *   16-bit: 1e-2 (each stored value rounded once, 2^-9 relative for bf16), 2e-2 for
  *         attention, whose scores are rounded to the dtype before the softmax and whose
  *         backward rounds datt before the softmax's Jacobian.
@@ -290,28 +290,27 @@ static void test_elementwise(const struct shape *s, enum dtype d) {
   release(&x);
 }
 
-static void test_crossentropy(const struct shape *s, enum dtype d) {
-  size_t N = (size_t)s->B * s->T, V = s->V;
+/* The vocabulary's V columns of rows of Vp: V + 3 rounded up to 8, as the model pads. */
+static void test_classifier(const struct shape *s, enum dtype d) {
+  size_t N = (size_t)s->B * s->T, V = s->V, Vp = (V + 3 + 7) / 8 * 8;
   int *ids = fsdp_xmalloc(N * sizeof *ids);
   void *gids = tokens(ids, N, s->V);
-  struct tensor ctargets = tensor_2d(ids, DTYPE_I32, s->B, s->T), gtargets = tensor_2d(gids, DTYPE_I32, s->B, s->T);
-  struct pair logits = random_pair(d, N * V, 3.0f), probs = random_pair(d, N * V, 1.0f);
+  struct tensor ctargets = tensor_1d(ids, DTYPE_I32, N), gtargets = tensor_1d(gids, DTYPE_I32, N);
+  struct pair logits = random_pair(d, N * Vp, 3.0f), dlogits = random_pair(d, N * Vp, 1.0f);
   struct pair losses = random_pair(DTYPE_F32, N, 1.0f); /* fp32 in every dtype */
-  nn_softmax_crossentropy_forward(&cpu_ctx, cpu2(&probs, V), cpu1(&losses), cpu2(&logits, V), ctargets);
-  nn_softmax_crossentropy_forward(&gpu_ctx, gpu2(&probs, V), gpu1(&losses), gpu2(&logits, V), gtargets);
-  expect(s->name, "softmax_crossentropy_forward probs", &probs, CLOSE);
-  expect(s->name, "softmax_crossentropy_forward losses", &losses, CLOSE);
-  /* probs may be logits: in place, as the model may call it. */
-  nn_softmax_crossentropy_forward(&cpu_ctx, cpu2(&logits, V), cpu1(&losses), cpu2(&logits, V), ctargets);
-  nn_softmax_crossentropy_forward(&gpu_ctx, gpu2(&logits, V), gpu1(&losses), gpu2(&logits, V), gtargets);
-  expect(s->name, "softmax_crossentropy_forward in place", &logits, CLOSE);
-
-  struct pair p = pair_of(d, probs.cpu, N * V), dlogits = random_pair(d, N * V, 0.01f);
   float dloss = 1.0f / (float)N;
-  nn_softmax_crossentropy_backward(&cpu_ctx, cpu2(&dlogits, V), cpu2(&p, V), ctargets, dloss);
-  nn_softmax_crossentropy_backward(&gpu_ctx, gpu2(&dlogits, V), gpu2(&p, V), gtargets, dloss);
-  expect(s->name, "softmax_crossentropy_backward", &dlogits, EXACT);
-  struct pair *all[] = {&logits, &probs, &losses, &p, &dlogits};
+  nn_classifier(&cpu_ctx, TENSOR_NONE, cpu1(&losses), cpu2(&logits, Vp), ctargets, s->V, 0.0f);
+  nn_classifier(&gpu_ctx, TENSOR_NONE, gpu1(&losses), gpu2(&logits, Vp), gtargets, s->V, 0.0f);
+  expect(s->name, "classifier losses", &losses, CLOSE);
+  nn_classifier(&cpu_ctx, cpu2(&dlogits, Vp), TENSOR_NONE, cpu2(&logits, Vp), ctargets, s->V, dloss);
+  nn_classifier(&gpu_ctx, gpu2(&dlogits, Vp), TENSOR_NONE, gpu2(&logits, Vp), gtargets, s->V, dloss);
+  expect(s->name, "classifier dlogits", &dlogits, CLOSE);
+  /* In place, as the model's backward calls it. */
+  nn_classifier(&cpu_ctx, cpu2(&logits, Vp), cpu1(&losses), cpu2(&logits, Vp), ctargets, s->V, dloss);
+  nn_classifier(&gpu_ctx, gpu2(&logits, Vp), gpu1(&losses), gpu2(&logits, Vp), gtargets, s->V, dloss);
+  expect(s->name, "classifier in place", &logits, CLOSE);
+  expect(s->name, "classifier in place losses", &losses, CLOSE);
+  struct pair *all[] = {&logits, &dlogits, &losses};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) release(all[i]);
   device_free(gpu, gids, gpu_ctx.stream);
   free(ids);
@@ -343,7 +342,7 @@ int main(void) {
       test_matmul(s, d, s->C, 0, 0);
       test_attention(s, d);
       test_elementwise(s, d);
-      test_crossentropy(s, d);
+      test_classifier(s, d);
     }
   /* Many rows: the embedding's sort over several chunks (a token in most of them with 3
    * tokens, mostly empty rows with GPT-2's 50257) and the column sums over several splits

@@ -134,14 +134,9 @@ void nn_residual_forward(const struct nn_ctx *c, struct tensor out, struct tenso
   LAUNCH_AS(c, residual_forward, residual, out, a, b);
 }
 
-void nn_softmax_crossentropy_forward(const struct nn_ctx *c, struct tensor probs, struct tensor losses,
-                                     struct tensor logits, struct tensor targets) {
-  LAUNCH_AS(c, softmax_crossentropy_forward, crossentropy, probs, losses, logits, targets);
-}
-
-void nn_softmax_crossentropy_backward(const struct nn_ctx *c, struct tensor dlogits, struct tensor probs,
-                                      struct tensor targets, float dloss) {
-  LAUNCH_AS(c, softmax_crossentropy_backward, crossentropy_backward, dlogits, probs, targets, dloss);
+void nn_classifier(const struct nn_ctx *c, struct tensor dlogits, struct tensor losses, struct tensor logits,
+                   struct tensor targets, int vocab, float dloss) {
+  LAUNCH(c, classifier, dlogits, losses, logits, targets, vocab, dloss);
 }
 
 void nn_rmsnorm_forward(const struct nn_ctx *c, struct tensor out, struct tensor rstd, struct tensor inp,

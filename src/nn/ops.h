@@ -28,8 +28,11 @@ struct attention_backward_args { struct tensor dqkv, dout, qkv, att; void *scrat
 struct gelu_args { struct tensor out, inp; };
 struct gelu_backward_args { struct tensor dinp, inp, dout; };
 struct residual_args { struct tensor out, a, b; };
-struct crossentropy_args { struct tensor probs, losses, logits, targets; };
-struct crossentropy_backward_args { struct tensor dlogits, probs, targets; float dloss; };
+struct classifier_args {
+  struct tensor dlogits, losses, logits, targets;
+  int vocab;
+  float dloss;
+};
 struct rmsnorm_args { struct tensor out, rstd, inp, weight; float eps; };
 struct rmsnorm_backward_args { struct tensor dinp, dweight, dout, inp, weight, rstd; void *scratch; };
 struct rope_table_args { struct tensor table; struct nn_rope rope; };
@@ -67,7 +70,7 @@ struct nn_backend {
   size_t gemm_workspace;                                           /* matmul's and attention's */
   nn_kernel encoder_forward, encoder_backward, layernorm_forward, layernorm_backward, matmul_forward,
       matmul_backward, attention_forward, attention_backward, gelu_forward, gelu_backward, residual_forward,
-      softmax_crossentropy_forward, softmax_crossentropy_backward, rmsnorm_forward, rmsnorm_backward, rope_table,
+      classifier, rmsnorm_forward, rmsnorm_backward, rope_table,
       rope_forward, rope_backward, swiglu_forward, swiglu_backward, gqa_attention_forward, gqa_attention_backward,
       cached_attention_forward, cast, round, add, scale, sum, sum_squares, fill, init_normal, init_trunc_normal,
       adamw;

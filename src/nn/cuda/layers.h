@@ -43,11 +43,10 @@ cudaError_t gpu_gelu_backward(enum dtype d, void *dinp, const void *inp, const v
                               cudaStream_t s);
 cudaError_t gpu_residual_forward(enum dtype d, void *out, const void *a, const void *b, size_t n, cudaStream_t s);
 
-/* crossentropy.cu. probs may be logits. */
-cudaError_t gpu_crossentropy_forward(enum dtype d, void *probs, void *losses, const void *logits, const int *targets,
-                                     int N, int V, cudaStream_t s);
-cudaError_t gpu_crossentropy_backward(enum dtype d, void *dlogits, const void *probs, const int *targets, float dloss,
-                                      int N, int V, cudaStream_t s);
+/* classifier.cu: the fused classifier over rows of Vp logits, V of them the vocabulary's.
+ * dlogits may be logits; dlogits and losses may be NULL. */
+cudaError_t gpu_classifier(enum dtype d, void *dlogits, void *losses, const void *logits, const int *targets, int N,
+                           int V, int Vp, float dloss, cudaStream_t s);
 
 /* bias.cu: out (N, OC) = bias in every row (the matmul's bias where cuBLASLt's epilogue
  * cannot take it); dbias (OC) += the column sums of dout (N, OC), through

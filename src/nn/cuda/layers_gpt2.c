@@ -66,16 +66,9 @@ void cuda_residual_forward(void *p) {
                                                        tensor_numel(&a->out), layer_stream()));
 }
 
-void cuda_softmax_crossentropy_forward(void *p) {
-  const struct crossentropy_args *a = p;
-  layer_check("softmax_crossentropy_forward",
-              gpu_crossentropy_forward(a->logits.dtype, a->probs.data, a->losses.data, a->logits.data, a->targets.data,
-                                       (int)tensor_rows(&a->logits), (int)tensor_cols(&a->logits), layer_stream()));
-}
-
-void cuda_softmax_crossentropy_backward(void *p) {
-  const struct crossentropy_backward_args *a = p;
-  layer_check("softmax_crossentropy_backward",
-              gpu_crossentropy_backward(a->probs.dtype, a->dlogits.data, a->probs.data, a->targets.data, a->dloss,
-                                        (int)tensor_rows(&a->probs), (int)tensor_cols(&a->probs), layer_stream()));
+void cuda_classifier(void *p) {
+  const struct classifier_args *a = p;
+  layer_check("classifier", gpu_classifier(a->logits.dtype, a->dlogits.data, a->losses.data, a->logits.data,
+                                           a->targets.data, (int)tensor_rows(&a->logits), a->vocab,
+                                           (int)tensor_cols(&a->logits), a->dloss, layer_stream()));
 }
