@@ -83,7 +83,7 @@ void nn_layernorm_forward(const struct nn_ctx *c, struct tensor out, struct tens
 void nn_layernorm_backward(const struct nn_ctx *c, struct tensor dinp, struct tensor dweight, struct tensor dbias,
                            struct tensor dout, struct tensor inp, struct tensor weight, struct tensor mean,
                            struct tensor rstd) {
-  int params = (dweight.data != NULL) + (dbias.data != NULL);
+  int params = dweight.data || dbias.data;
   void *scratch = column_sums_scratch(c, params ? tensor_rows(&inp) : 0, 2 * tensor_cols(&inp));
   LAUNCH(c, layernorm_backward, dinp, dweight, dbias, dout, inp, weight, mean, rstd, scratch);
   scratch_free(c, scratch);
