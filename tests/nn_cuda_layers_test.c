@@ -13,6 +13,7 @@
  *   16-bit: 1e-2 (each stored value rounded once, 2^-9 relative for bf16), 2e-2 for
  *         attention, whose scores are rounded to the dtype before the softmax and whose
  *         backward rounds datt before the softmax's Jacobian.
+ * LayerNorm's parameter gradients, computed twice on the GPU, must be the same bits.
  * Each check prints its largest error in those units. Exits 77 (ctest: skipped) where
  * there is no GPU. */
 #include <math.h>
@@ -142,6 +143,21 @@ static void expect(const char *shape, const char *what, const struct pair *p, st
   free(got);
 }
 
+/* The GPU's results in a and b, computed alike from the same values, are the same bits:
+ * no atomics, sums in a fixed order. */
+static void expect_same_bits(const char *shape, const char *what, const struct pair *a, const struct pair *b) {
+  checks++;
+  float *x = download(a), *y = download(b);
+  int same = memcmp(x, y, a->n * sizeof *x) == 0;
+  printf("%-6s %-5s %-40s %s\n", shape, dtype_name(a->d), what, same ? "the same bits twice" : "DIFFERENT");
+  if (!same) {
+    failures++;
+    fprintf(stderr, "FAIL %s %s %s: two runs differ\n", shape, dtype_name(a->d), what);
+  }
+  free(x);
+  free(y);
+}
+
 /* B sequences of T tokens, C channels in NH heads, a vocabulary of V. */
 struct shape {
   const char *name;
@@ -200,6 +216,7 @@ static void test_layernorm(const struct shape *s, enum dtype d) {
   struct pair m = pair_of(DTYPE_F32, mean.cpu, N), r = pair_of(DTYPE_F32, rstd.cpu, N);
   struct pair dout = random_pair(d, N * C, 1.0f), dinp = random_pair(d, N * C, 1.0f);
   struct pair dweight = random_pair(d, C, 1.0f), dbias = random_pair(d, C, 1.0f);
+  struct pair dweight2 = pair_of(d, dweight.cpu, C), dbias2 = pair_of(d, dbias.cpu, C);
   nn_layernorm_backward(&cpu_ctx, cpu2(&dinp, C), cpu1(&dweight), cpu1(&dbias), cpu2(&dout, C), cpu2(&inp, C),
                         cpu1(&weight), cpu1(&m), cpu1(&r));
   nn_layernorm_backward(&gpu_ctx, gpu2(&dinp, C), gpu1(&dweight), gpu1(&dbias), gpu2(&dout, C), gpu2(&inp, C),
@@ -207,7 +224,12 @@ static void test_layernorm(const struct shape *s, enum dtype d) {
   expect(s->name, "layernorm_backward dinp", &dinp, CLOSE);
   expect(s->name, "layernorm_backward dweight", &dweight, CLOSE);
   expect(s->name, "layernorm_backward dbias", &dbias, CLOSE);
-  struct pair *all[] = {&inp, &weight, &bias, &out, &mean, &rstd, &m, &r, &dout, &dinp, &dweight, &dbias};
+  nn_layernorm_backward(&gpu_ctx, TENSOR_NONE, gpu1(&dweight2), gpu1(&dbias2), gpu2(&dout, C), gpu2(&inp, C),
+                        gpu1(&weight), gpu1(&m), gpu1(&r));
+  expect_same_bits(s->name, "layernorm_backward dweight", &dweight, &dweight2);
+  expect_same_bits(s->name, "layernorm_backward dbias", &dbias, &dbias2);
+  struct pair *all[] = {&inp, &weight, &bias, &out, &mean, &rstd, &m, &r, &dout, &dinp, &dweight, &dbias, &dweight2,
+                        &dbias2};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) release(all[i]);
 }
 
