@@ -122,15 +122,17 @@ static void run_residual(void *s) {
   struct layers *l = s;
   nn_residual_forward(&cpu, t2(l->y, l->N, l->C), t2(l->x, l->N, l->C), t2(l->dx, l->N, l->C));
 }
-static void run_crossentropy_forward(void *s) {
+/* The fused classifier: the losses alone (the loss's forward), then with dlogits (its
+ * backward; into probs, so that every run reads the same logits). */
+static void run_classifier_losses(void *s) {
   struct layers *l = s;
-  nn_softmax_crossentropy_forward(&cpu, t2(l->probs, l->N, l->V), f1(l->losses, l->N), t2(l->logits, l->N, l->V),
-                                  tensor_1d(l->inp, DTYPE_I32, l->N));
+  nn_classifier(&cpu, TENSOR_NONE, f1(l->losses, l->N), t2(l->logits, l->N, l->V), tensor_1d(l->inp, DTYPE_I32, l->N),
+                l->V, 0.0f);
 }
-static void run_crossentropy_backward(void *s) {
+static void run_classifier_dlogits(void *s) {
   struct layers *l = s;
-  nn_softmax_crossentropy_backward(&cpu, t2(l->logits, l->N, l->V), t2(l->probs, l->N, l->V),
-                                   tensor_1d(l->inp, DTYPE_I32, l->N), 1.0f / l->N);
+  nn_classifier(&cpu, t2(l->probs, l->N, l->V), TENSOR_NONE, t2(l->logits, l->N, l->V),
+                tensor_1d(l->inp, DTYPE_I32, l->N), l->V, 1.0f / l->N);
 }
 static void run_attention_forward(void *s) {
   struct layers *l = s;
@@ -253,8 +255,8 @@ int main(int argc, char **argv) {
   time_kernel("gelu_forward", "(2048, 1536)", run_gelu_forward, &l);
   time_kernel("gelu_backward", "(2048, 1536)", run_gelu_backward, &l);
   time_kernel("residual_forward", "(2048, 384)", run_residual, &l);
-  time_kernel("crossentropy_forward", "(2048, 256)", run_crossentropy_forward, &l);
-  time_kernel("crossentropy_backward", "(2048, 256)", run_crossentropy_backward, &l);
+  time_kernel("classifier losses", "(2048, 256)", run_classifier_losses, &l);
+  time_kernel("classifier dlogits", "(2048, 256)", run_classifier_dlogits, &l);
   time_kernel("attention_forward", "B8 NH6 T256 hs64", run_attention_forward, &l);
   time_kernel("attention_backward", "B8 NH6 T256 hs64", run_attention_backward, &l);
   time_kernel("rmsnorm_forward", "(2048, 256)", run_rmsnorm_forward, &l);

@@ -48,6 +48,8 @@ for name, peak in (("given.jsonl", 250 * 2), ("probed.jsonl", None), ("cached.js
         gflops = flops_per_step / (r["step_ms"] * 1e6)
         if abs(r["gflops"] - gflops) > 1e-6 * gflops:
             failures.append(f"{name} step {r['step']}: gflops {r['gflops']}, expected {gflops}")
+        if abs(r["tflops"] - r["gflops"] / 1e3) > 1e-9 * r["gflops"]:
+            failures.append(f"{name} step {r['step']}: tflops {r['tflops']}, expected gflops / 1000")
         if "mfu" not in r or (peak and abs(r["mfu"] - r["gflops"] / peak) > 1e-9):
             failures.append(f"{name} step {r['step']}: mfu {r.get('mfu')}, expected gflops / {peak}")
 print(f"gflops: {flops_per_step / 1e9:.4f} GFLOP a step over each step's time; mfu over the given, probed and "

@@ -373,8 +373,9 @@ int main(void) {
   gpu_ctx = (struct nn_ctx){gpu, device_stream_create(gpu, "nn_cuda_llama_test")};
   cpu_ctx = (struct nn_ctx){device_cpu(), device_host_stream_create(device_cpu(), "nn_cuda_llama_test cpu")};
 
-  /* Rows of one element to many blocks' worth; widths below a warp, odd, and Llama 8B's. */
-  static const size_t RMS[][2] = {{1, 1}, {72, 48}, {33, 257}, {130, 4096}};
+  /* Rows of one element to many blocks' worth; widths below a warp, odd, and Llama 8B's;
+   * rows enough for dweight's column sums to take many splits (src/nn/cuda/colsum.h). */
+  static const size_t RMS[][2] = {{1, 1}, {72, 48}, {33, 257}, {130, 4096}, {5000, 96}};
   /* hd 8 as the parity models; 2 (one pair); 128 as Llama 3's. */
   static const size_t ROPE[][4] = {{3, 24, 6, 8}, {2, 5, 3, 2}, {2, 37, 2, 128}};
   /* The parity models' shape; multi-head with hd not a multiple of 32; one kv head and

@@ -174,33 +174,36 @@ static void test_gelu(int N) {
   free(inp), free(out), free(dout), free(dinp0), free(dinp);
 }
 
-/* Also runs the forward in place (probs == logits), the way the model calls it. */
-static void test_crossentropy(int N, int V) {
-  const char *kernel = "crossentropy";
+/* The fused classifier on rows of Vp logits whose last Vp - V columns are padding, set
+ * far above the rest (were they in the softmax, they would take all of it): the losses
+ * alone (the model's forward), dlogits into another buffer, and both in place (the
+ * model's backward). */
+static void test_classifier(const char *kernel, int N, int V, int Vp) {
   char name[64];
-  size_t n = (size_t)N * V;
+  size_t n = (size_t)N * Vp;
   /* Scale 10 gives near-one-hot rows, where an unstable softmax overflows. */
-  float *logits = randn(n, 10.0f, 0.0f), *probs = randn(n, 1.0f, 0.0f), *losses = randn((size_t)N, 1.0f, 0.0f);
+  float *logits = randn(n, 10.0f, 0.0f), *losses = randn((size_t)N, 1.0f, 0.0f), *dlogits = randn(n, 1.0f, 0.0f);
+  for (size_t i = 0; i < n; i++)
+    if ((int)(i % (size_t)Vp) >= V) logits[i] = 1000.0f;
   float *inplace = copy(logits, n), *inplace_losses = randn((size_t)N, 1.0f, 0.0f);
   int *targets = randint((size_t)N, V);
-  float *dlogits0 = randn(n, 1.0f, 0.0f), *dlogits = copy(dlogits0, n);
-  float dloss[1] = {1.0f / (float)N};
+  float dloss[1] = {1.0f / (float)N}, vocab[1] = {(float)V};
   struct tensor target_ids = tensor_1d(targets, DTYPE_I32, (size_t)N);
-  nn_softmax_crossentropy_forward(&cpu, f2(probs, N, V), f1(losses, N), f2(logits, N, V), target_ids);
-  nn_softmax_crossentropy_forward(&cpu, f2(inplace, N, V), f1(inplace_losses, N), f2(inplace, N, V), target_ids);
-  nn_softmax_crossentropy_backward(&cpu, f2(dlogits, N, V), f2(probs, N, V), target_ids, dloss[0]);
-  W(logits, DIMS(N, V));
-  tensor_file_write_ints(out_file, "crossentropy/targets", targets, DIMS(N));
-  W(probs, DIMS(N, V));
-  W(losses, DIMS(N));
-  W(inplace, DIMS(N, V));
-  W(inplace_losses, DIMS(N));
+  nn_classifier(&cpu, TENSOR_NONE, f1(losses, N), f2(logits, N, Vp), target_ids, V, 0.0f);
+  nn_classifier(&cpu, f2(dlogits, N, Vp), TENSOR_NONE, f2(logits, N, Vp), target_ids, V, dloss[0]);
+  nn_classifier(&cpu, f2(inplace, N, Vp), f1(inplace_losses, N), f2(inplace, N, Vp), target_ids, V, dloss[0]);
+  W(logits, DIMS(N, Vp));
+  snprintf(name, sizeof name, "%s/targets", kernel);
+  tensor_file_write_ints(out_file, name, targets, DIMS(N));
+  W(vocab, DIMS(1));
   W(dloss, DIMS(1));
-  W(dlogits0, DIMS(N, V));
-  W(dlogits, DIMS(N, V));
-  free(logits), free(probs), free(losses), free(inplace), free(inplace_losses), free(targets);
-  free(dlogits0), free(dlogits);
+  W(losses, DIMS(N));
+  W(dlogits, DIMS(N, Vp));
+  W(inplace, DIMS(N, Vp));
+  W(inplace_losses, DIMS(N));
+  free(logits), free(losses), free(dlogits), free(inplace), free(inplace_losses), free(targets);
 }
+
 static void test_rmsnorm(const char *kernel, int N, int C, float shift, float eps) {
   char name[64];
   size_t n = (size_t)N * C;
@@ -353,7 +356,8 @@ int main(int argc, char **argv) {
   test_attention("attention", B, T, C, NH);
   test_attention("attention_long", 3, 37, 30, 5);
   test_gelu(B * T * 4 * C);
-  test_crossentropy(B * T, V);
+  test_classifier("classifier", B * T, V, V);
+  test_classifier("classifier_padded", B * T, V - 5, V + 3);
   /* 131 columns: three blocks of the weight gradient, the last one short. An offset of
    * 40 makes every row's mean square large next to its spread. */
   test_rmsnorm("rmsnorm", B * T, 131, 0.0f, 1e-5f);

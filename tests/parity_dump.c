@@ -29,6 +29,8 @@
 #include "test_models.h"
 
 enum { STEPS = 10, B = 3, T = TEST_MODEL_SEQ };
+/* Tokens per chunk of the loss: its 72 tokens in 8 chunks, the last of 2 (decoder_loss.c). */
+enum { LOSS_CHUNK = 10 };
 static const struct adamw_config ADAMW = {.lr = 3e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f};
 static const float GRAD_CLIP = 1.0f;
 static const uint64_t SEED = 4321;
@@ -71,15 +73,19 @@ static void write_grads(FILE *f, struct fsdp_model *m, const char *prefix) {
   for (int i = 0; i < m->n_units; i++) write_unit(f, m->units[i], prefix, m->units[i]->grad_shard);
 }
 
-/* The first batch's logits, which the model keeps in its compute dtype: widened to fp32
- * (exactly) for the file. */
+/* The first batch's logits, which the model keeps in its compute dtype, in rows of the
+ * padded vocabulary (fsdp/decoder.h): the vocabulary's columns, widened to fp32 (exactly)
+ * for the file. */
 static void write_logits(FILE *f, const struct decoder *d, int V) {
-  size_t n = (size_t)B * T * (size_t)V;
+  size_t n = (size_t)B * T * (size_t)V, Vp = (size_t)d->vocab_padded;
   float *logits = malloc(n * sizeof(float));
-  if (d->dtype == DTYPE_F32)
-    memcpy(logits, d->logits, n * sizeof(float));
-  else
-    dtype_unpack(d->dtype, d->logits, logits, n);
+  for (size_t row = 0; row < (size_t)B * T; row++) {
+    const void *src = (const char *)d->logits + row * Vp * dtype_size(d->dtype);
+    if (d->dtype == DTYPE_F32)
+      memcpy(logits + row * V, src, (size_t)V * sizeof(float));
+    else
+      dtype_unpack(d->dtype, src, logits + row * V, (size_t)V);
+  }
   tensor_file_write(f, "logits", logits, 3, (int[]){B, T, V});
   free(logits);
 }
@@ -146,6 +152,7 @@ int main(int argc, char **argv) {
   fsdp_model_wrap(&m, &FSDP_WRAP_DEFAULT);
   struct decoder *d = model; /* every family's struct starts with its decoder */
   d->keep_logits = 1;
+  d->loss_chunk = LOSS_CHUNK;
   fsdp_model_init_params(&m, SEED);
 
   write_config(out, config, &ADAMW, GRAD_CLIP, dtype);

@@ -65,12 +65,14 @@ void nn_gelu_backward(const struct nn_ctx *c, struct tensor dinp, struct tensor 
 /* out = a + b; its backward is the identity, which the model applies in place. */
 void nn_residual_forward(const struct nn_ctx *c, struct tensor out, struct tensor a, struct tensor b);
 
-/* probs (N, V) = softmax(logits) (probs may be logits); losses[i] = -log probs[i, targets[i]]. */
-void nn_softmax_crossentropy_forward(const struct nn_ctx *c, struct tensor probs, struct tensor losses,
-                                     struct tensor logits, struct tensor targets);
-/* dlogits[i, :] += (probs[i, :] - onehot(targets[i])) * dloss. */
-void nn_softmax_crossentropy_backward(const struct nn_ctx *c, struct tensor dlogits, struct tensor probs,
-                                      struct tensor targets, float dloss);
+/* The fused classifier, one pass over each row of logits (N, Vp) whose first vocab
+ * columns are the vocabulary's and the rest padding (never in the softmax):
+ *   losses[i] = -log softmax(logits[i, :vocab])[targets[i]]   (fp32; losses may be TENSOR_NONE)
+ *   dlogits[i, :vocab] = (softmax(logits[i, :vocab]) - onehot(targets[i])) * dloss,
+ *   dlogits[i, vocab:] = 0                                    (dlogits may be logits, or TENSOR_NONE)
+ * dlogits is written, not accumulated: in place it replaces the logits. */
+void nn_classifier(const struct nn_ctx *c, struct tensor dlogits, struct tensor losses, struct tensor logits,
+                   struct tensor targets, int vocab, float dloss);
 
 /* ---- Llama 3's layers (Hugging Face's LlamaForCausalLM) ---- */
 

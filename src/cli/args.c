@@ -560,8 +560,8 @@ static const struct flag FLAGS[] = {
      "as text)"},
 
     {OUTPUT, "--log", BOTH, "FILE", NOTE("none"), set_log, "metrics, one JSON object per step"},
-    {OUTPUT, "--peak-gflops", TRAIN, "X", NOTE("cpu: measured once and cached; cuda: none, no MFU"), set_peak_gflops,
-     "a rank's peak GFLOP/s, which the MFU of each step is measured against"},
+    {OUTPUT, "--peak-gflops", TRAIN, "X", NOTE("cpu: measured once and cached; cuda: the card's bf16 peak"),
+     set_peak_gflops, "a rank's peak GFLOP/s, which the MFU of each step is measured against"},
     {OUTPUT, "--trace", BOTH, "FILE", NOTE("none"), set_trace,
      "Chrome trace JSON of --trace-steps (ui.perfetto.dev, chrome://tracing)"},
     {OUTPUT, "--trace-steps", BOTH, "A:B", NOTE(STEP_RANGE_DEFAULT), set_trace_steps, "the steps the trace covers"},

@@ -28,6 +28,24 @@ double mfu_flops_per_token(const struct train_options *o, size_t parameters) {
   return 6.0 * ((double)parameters - untied_embedding) + 12.0 * c->n_layer * c->n_embd * (double)o->seq_len;
 }
 
+/* ---- a GPU's peak: its datasheet's ---- */
+
+/* Dense bf16 tensor-core peaks (no sparsity), by a part of the product name cudaGetDeviceProperties
+ * reports; the first match counts, so the PCIe and NVL H100 come before the SXM one ("NVIDIA H100
+ * 80GB HBM3"). */
+static const struct {
+  const char *part;
+  double gflops;
+} GPU_PEAKS[] = {
+    {"H100 PCIe", 756e3}, {"H100 NVL", 835e3}, {"H100", 989e3}, {"H200", 989e3}, {"A100", 312e3},
+};
+
+double mfu_gpu_peak_gflops(const char *model) {
+  for (size_t i = 0; i < sizeof GPU_PEAKS / sizeof GPU_PEAKS[0]; i++)
+    if (strstr(model, GPU_PEAKS[i].part)) return GPU_PEAKS[i].gflops;
+  return 0.0;
+}
+
 /* ---- the probe ---- */
 
 /* The product a GPT-2 block's MLP runs at 2048 tokens and width 512, 4.3 GFLOP: large
@@ -200,8 +218,14 @@ double mfu_peak_gflops(const struct train_options *o, struct device *device, str
     return rank == 0 ? o->peak_gflops : 0.0;
   }
   if (device != device_cpu()) {
-    if (rank == 0) fsdp_log_info("peak: unknown on %s (--peak-gflops for the MFU)", device_name(device));
-    return 0.0;
+    char model[256];
+    device_model(device, model, sizeof model);
+    double gflops = mfu_gpu_peak_gflops(model);
+    if (rank == 0 && gflops > 0.0)
+      fsdp_log_info("peak: %.0f TFLOP/s a rank (%s %s, dense bf16)", gflops / 1e3, device_name(device), model);
+    else if (rank == 0)
+      fsdp_log_info("peak: unknown on %s %s (--peak-gflops for the MFU)", device_name(device), model);
+    return rank == 0 ? gflops : 0.0;
   }
   char key[256];
   cache_key(key, sizeof key, W);

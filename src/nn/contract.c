@@ -105,17 +105,15 @@ static void residual_shapes(const void *p, struct shape_check *check) {
   RULE(numel(a->a) == numel(a->out) && numel(a->b) == numel(a->out));
 }
 
-/* logits and probs (N, V); losses and targets (N). */
-static void crossentropy_shapes(const void *p, struct shape_check *check) {
-  const struct crossentropy_args *a = p;
+/* logits and dlogits (N, Vp), the vocabulary in the first 1 <= vocab <= Vp columns;
+ * losses and targets (N). */
+static void classifier_shapes(const void *p, struct shape_check *check) {
+  const struct classifier_args *a = p;
   size_t N = rows(a->logits);
-  RULE(rows(a->probs) == N && cols(a->probs) == cols(a->logits));
-  RULE(numel(a->losses) == N && numel(a->targets) == N);
-}
-
-static void crossentropy_backward_shapes(const void *p, struct shape_check *check) {
-  const struct crossentropy_backward_args *a = p;
-  RULE(numel(a->dlogits) == numel(a->probs) && numel(a->targets) == rows(a->probs));
+  RULE(a->vocab >= 1 && (size_t)a->vocab <= cols(a->logits));
+  RULE(!a->dlogits.data || (rows(a->dlogits) == N && cols(a->dlogits) == cols(a->logits)));
+  RULE(!a->losses.data || numel(a->losses) == N);
+  RULE(numel(a->targets) == N);
 }
 
 static void rmsnorm_shapes(const void *p, struct shape_check *check) {
@@ -283,12 +281,8 @@ CONTRACT(gelu_backward, gelu_backward_shapes, IN(gelu_backward_args, dinp, COMPU
          IN(gelu_backward_args, inp, COMPUTE), IN(gelu_backward_args, dout, COMPUTE));
 CONTRACT(residual_forward, residual_shapes, IN(residual_args, out, COMPUTE), IN(residual_args, a, COMPUTE),
          IN(residual_args, b, COMPUTE));
-CONTRACT(softmax_crossentropy_forward, crossentropy_shapes, IN(crossentropy_args, probs, COMPUTE),
-         IN(crossentropy_args, losses, F32), IN(crossentropy_args, logits, COMPUTE),
-         IN(crossentropy_args, targets, TOKENS));
-CONTRACT(softmax_crossentropy_backward, crossentropy_backward_shapes,
-         IN(crossentropy_backward_args, dlogits, COMPUTE), IN(crossentropy_backward_args, probs, COMPUTE),
-         IN(crossentropy_backward_args, targets, TOKENS));
+CONTRACT(classifier, classifier_shapes, OPT(classifier_args, dlogits, COMPUTE), OPT(classifier_args, losses, F32),
+         IN(classifier_args, logits, COMPUTE), IN(classifier_args, targets, TOKENS));
 CONTRACT(rmsnorm_forward, rmsnorm_shapes, IN(rmsnorm_args, out, COMPUTE), IN(rmsnorm_args, rstd, F32),
          IN(rmsnorm_args, inp, COMPUTE), IN(rmsnorm_args, weight, COMPUTE));
 CONTRACT(rmsnorm_backward, rmsnorm_backward_shapes, OPT(rmsnorm_backward_args, dinp, COMPUTE),

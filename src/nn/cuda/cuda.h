@@ -29,8 +29,7 @@ void cuda_attention_backward(void *args);
 void cuda_gelu_forward(void *args);
 void cuda_gelu_backward(void *args);
 void cuda_residual_forward(void *args);
-void cuda_softmax_crossentropy_forward(void *args);
-void cuda_softmax_crossentropy_backward(void *args);
+void cuda_classifier(void *args);
 /* Llama 3's ops (layers_llama.c). */
 size_t cuda_gqa_attention_backward_scratch(const struct tensor *att);
 void cuda_rmsnorm_forward(void *args);

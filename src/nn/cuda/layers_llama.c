@@ -34,7 +34,8 @@ void cuda_rmsnorm_backward(void *p) {
   const struct rmsnorm_backward_args *a = p;
   int N = as_int(tensor_rows(&a->inp)), C = as_int(tensor_cols(&a->inp));
   layer_check("rmsnorm_backward", gpu_rmsnorm_backward(buf(a->dinp), buf(a->dweight), buf(a->dout),
-                                                 buf(a->inp), buf(a->weight), buf(a->rstd), N, C, layer_stream()));
+                                                 buf(a->inp), buf(a->weight), buf(a->rstd), N, C, a->scratch,
+                                                       layer_stream()));
 }
 
 void cuda_rope_table(void *p) {

@@ -35,12 +35,13 @@ struct gpu_gqa_shape {
   int B, T, NH, NKV, hd;
 };
 
-/* inp, out (N, C); rstd, dinp and dweight as nn.h says. */
+/* inp, out (N, C); rstd, dinp and dweight as nn.h says; dweight through
+ * colsum_scratch_bytes(N, C) bytes of scratch (colsum.h). */
 cudaError_t gpu_rmsnorm_forward(struct gpu_buf out, struct gpu_buf rstd, struct gpu_buf inp, struct gpu_buf weight,
                                 float eps, int N, int C, cudaStream_t s);
 cudaError_t gpu_rmsnorm_backward(struct gpu_buf dinp, struct gpu_buf dweight, struct gpu_buf dout,
                                  struct gpu_buf inp, struct gpu_buf weight, struct gpu_buf rstd, int N, int C,
-                                 cudaStream_t s);
+                                 void *scratch, cudaStream_t s);
 
 /* table (maxT, hd). */
 cudaError_t gpu_rope_table(struct gpu_buf table, int maxT, int hd, struct nn_rope rope, cudaStream_t s);
