@@ -60,11 +60,6 @@ static struct tensor act2(const struct gpt2 *model, void *data, size_t cols) {
   return decoder_act2(&model->base, data, cols);
 }
 static struct tensor stats(const struct gpt2 *model, void *data) { return decoder_stats(&model->base, data); }
-/* (B, NH, T) fp32 */
-static struct tensor lse_of(const struct gpt2 *model, void *data) {
-  const struct decoder *d = &model->base;
-  return (struct tensor){data, DTYPE_F32, 3, {(size_t)d->B, (size_t)d->config.n_head, (size_t)d->T}};
-}
 
 /* A block's saved activations and their sizes in bytes, the output last. */
 enum { BLOCK_ACT_BUFFERS = 15 };
@@ -120,7 +115,7 @@ static void block_forward(struct decoder *d, int l, void *input) {
                        act2(model, input, C), decoder_param(d, u, BLK_LN1_W), decoder_param(d, u, BLK_LN1_B));
   nn_matmul_forward(&c, act2(model, a->qkv, 3 * C), act2(model, a->ln1, C), decoder_param(d, u, BLK_QKV_W),
                     decoder_param(d, u, BLK_QKV_B));
-  nn_attention_forward(&c, act2(model, a->atty, C), lse_of(model, a->lse), act2(model, a->qkv, 3 * C));
+  nn_attention_forward(&c, act2(model, a->atty, C), decoder_lse(d, a->lse), act2(model, a->qkv, 3 * C));
   nn_matmul_forward(&c, act2(model, a->attproj, C), act2(model, a->atty, C), decoder_param(d, u, BLK_ATTPROJ_W),
                     decoder_param(d, u, BLK_ATTPROJ_B));
   nn_residual_forward(&c, act2(model, a->residual2, C), act2(model, input, C), act2(model, a->attproj, C));
@@ -192,7 +187,7 @@ static void block_backward(struct decoder *d, int l, void *input) {
                      decoder_param(d, u, BLK_ATTPROJ_W));
   decoder_zero(d, model->d_qkv, 3 * N * C);
   nn_attention_backward(&c, act2(model, model->d_qkv, 3 * C), act2(model, model->d_atty, C),
-                        act2(model, a->qkv, 3 * C), act2(model, a->atty, C), lse_of(model, a->lse));
+                        act2(model, a->qkv, 3 * C), act2(model, a->atty, C), decoder_lse(d, a->lse));
   decoder_zero(d, model->d_ln, N * C);
   nn_matmul_backward(&c, d_ln, decoder_grad(d, u, BLK_QKV_W), decoder_grad(d, u, BLK_QKV_B),
                      act2(model, model->d_qkv, 3 * C), act2(model, a->ln1, C), decoder_param(d, u, BLK_QKV_W));

@@ -4,7 +4,9 @@
  * math out. A (T, T) matrix is never held: the forward keeps out and lse (B, NH, T),
  * the backward recomputes the probabilities from them tile by tile.
  *
- * A block of 256 threads takes a 64-row tile; 4 neighbouring lanes share a row (of
+ * In bf16 and fp16 at head dims 64 and 128 (the models') the forward and the backward run
+ * on tensor cores (below, the *_tc_kernel). Every other case (fp32, other head dims) runs
+ * on CUDA cores: a block of 256 threads takes a 64-row tile; 4 neighbouring lanes share a row (of
  * queries, or of keys in the key pass), each holding every 4th column of the row's 64
  * scores and every 4th element of its accumulator (up to FLASH_HD_MAX / 4 in registers),
  * so a row's maximum and sum are two shuffles and the 4 lanes that write a row of p read
@@ -19,15 +21,12 @@
  * CPU's sgemms: the last bits differ. */
 #include <math.h>
 
-#include "attention_kernels.h"
-#include "dtype.cuh"
 #include "elem.cuh"
+#include "flash_tiles.cuh"
 #include "reduce.cuh"
 
-static const int TILE = 64, THREADS = 256, LANES_PER_ROW = 4;
+static const int THREADS = 256, LANES_PER_ROW = 4;
 static const int PER_LANE = TILE / LANES_PER_ROW, ACC = FLASH_HD_MAX / LANES_PER_ROW;
-
-static __device__ inline float rounded(enum dtype d, float x) { return d == DTYPE_F32 ? x : widen(d, narrow(d, x)); }
 
 /* The 4 lanes of a row: the sum and the maximum of their values, in each of them. */
 static __device__ inline float row_sum(float x) {
@@ -53,19 +52,6 @@ static __device__ inline float dot(const float *a, const float *b, int hd) {
   float s = 0.0f;
   for (int e = 0; e < hd; e++) s += a[e] * b[e];
   return s;
-}
-
-/* Where a tile's rows start, and how many of them lie before T. */
-struct span {
-  int r0, n;
-};
-static __device__ inline struct span span_of(int i, int T) {
-  int r0 = i * TILE;
-  return {r0, T - r0 < TILE ? T - r0 : TILE};
-}
-
-static __device__ inline size_t head_at(int T, int stride, int hd, int b, int h) {
-  return (size_t)b * T * stride + (size_t)h * hd;
 }
 
 static size_t forward_smem(int hd) { return (size_t)(3 * TILE * (hd + 1) + TILE * (TILE + 1)) * sizeof(float); }
@@ -265,20 +251,11 @@ static __global__ void __launch_bounds__(THREADS)
   }
 }
 
-/* Dynamic shared memory past the default 48 KiB must be asked for, per kernel. */
-template <typename Kernel>
-static cudaError_t allow_smem(Kernel kernel, size_t bytes) {
-  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
-}
-
-static dim3 grid_of(const struct gpu_attention_layout &l, int heads) {
-  return dim3((unsigned)((l.T + TILE - 1) / TILE), (unsigned)heads, (unsigned)l.B);
-}
-
 extern "C" cudaError_t gpu_flash_attention_forward(struct gpu_buf out, float *lse, struct gpu_buf q,
                                                    struct gpu_buf k, struct gpu_buf v,
                                                    struct gpu_attention_layout l, cudaStream_t s) {
   if (l.B == 0 || l.T == 0) return cudaSuccess;
+  if (flash_tc_takes(out.dtype, l.hd)) return flash_tc_forward(out, lse, q, k, v, l, s);
   size_t bytes = forward_smem(l.hd);
   cudaError_t rc = allow_smem(flash_forward_kernel, bytes);
   if (rc != cudaSuccess) return rc;
@@ -291,6 +268,7 @@ extern "C" cudaError_t gpu_flash_attention_backward(struct gpu_buf dq, struct gp
                                                     struct gpu_buf v, struct gpu_buf out, const float *lse,
                                                     struct gpu_attention_layout l, cudaStream_t s) {
   if (l.B == 0 || l.T == 0) return cudaSuccess;
+  if (flash_tc_takes(dout.dtype, l.hd)) return flash_tc_backward(dq, dk, dv, dout, q, k, v, out, lse, l, s);
   size_t bytes = backward_smem(l.hd);
   float scale = 1.0f / sqrtf((float)l.hd);
   cudaError_t rc;
