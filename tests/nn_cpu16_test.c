@@ -12,16 +12,15 @@
  *            fp32 output's root mean square, tiny fp16's half smallest subnormal (2^-25):
  *            the fp32 sums may differ in the last bits where glibc's vector and scalar
  *            expf and tanhf meet at other elements (the chunks of a 16-bit op sit
- *            elsewhere in memory) and where oneDNN's products see other strides or
- *            run other kernels (16-bit attention's products on matmul primitives,
- *            the fp32 ones on sgemm): GELU, SwiGLU, the softmax cross-entropy (its
- *            fp32 losses within 1e-6) and the cached attention;
+ *            elsewhere in memory): GELU, SwiGLU, the softmax cross-entropy (its fp32
+ *            losses within 1e-6) and the cached attention;
  *   weighted: |16-bit - fp32| <= 2 u (|fp32| + rms) + tiny: a 16-bit attention rounds
  *            the weights of its products' sums to the dtype, as FlashAttention does
  *            (the probabilities before p @ v and dv, the softmax's gradient before dq
  *            and dk: src/nn/cpu/attention.c), and the fp32 kernel does not. A weight
  *            rounded moves its term by at most u of it; with the output's own rounding
  *            the sums of these random inputs moved by at most 1.5 u (|fp32| + rms).
+ *            Attention's lse is fp32 on both sides, from the same scores: exact.
  * Each check prints how many outputs differ from the fp32 result rounded and the
  * largest error in units of u. The gradients start from random values, so that every
  * backward is seen to accumulate, in fp32, rounding once. Then values the conversions

@@ -1,5 +1,6 @@
 /* Causal attention, tiled as FlashAttention-2 computes it, never holding a (T, T) matrix:
- * the twin of ../cuda/flash_attention.cu, the same algorithm, tiles and rounding points.
+ * the twin of ../cuda/flash_attention.cu and flash_attention_tc.cu, the same algorithm,
+ * tiles and rounding points.
  * For a query head with kv head g (no copy of k and v per query head), s = q k^T / sqrt(hs):
  *   forward, per query tile, over its key tiles j in order, with a running row maximum m
  *   and row sum l (fp32):  m' = max(m, rowmax s_j),  p = exp(s_j - m'),

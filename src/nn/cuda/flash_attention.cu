@@ -5,12 +5,12 @@
  * the backward recomputes the probabilities from them tile by tile.
  *
  * In bf16 and fp16 at head dims 64 and 128 (the models') the forward and the backward run
- * on tensor cores (below, the *_tc_kernel). Every other case (fp32, other head dims) runs
- * on CUDA cores: a block of 256 threads takes a 64-row tile; 4 neighbouring lanes share a row (of
- * queries, or of keys in the key pass), each holding every 4th column of the row's 64
- * scores and every 4th element of its accumulator (up to FLASH_HD_MAX / 4 in registers),
- * so a row's maximum and sum are two shuffles and the 4 lanes that write a row of p read
- * it back after a __syncwarp. Tiles sit in shared memory widened to fp32 (rows hd + 1
+ * on tensor cores (flash_attention_tc.cu). Every other case (fp32, other head dims) runs
+ * here, on CUDA cores: a block of 256 threads takes a 64-row tile; 4 neighbouring lanes
+ * share a row (of queries, or of keys in the key pass), each holding every 4th column of
+ * the row's 64 scores and every 4th element of its accumulator (up to FLASH_HD_MAX / 4
+ * in registers), so a row's maximum and sum are two shuffles and the 4 lanes that write a
+ * row of p read it back after a __syncwarp. Tiles sit in shared memory widened to fp32 (rows hd + 1
  * floats apart, so that the 4 lanes' rows fall in different banks); each product is an
  * fp32 loop on CUDA cores, with a 16-bit operand rounded to the dtype where the CPU
  * rounds it. The backward is two kernels, each gradient with one writer (no atomics, the
