@@ -143,7 +143,7 @@ def check_attention(c, kernel):
     (dqkv,) = grads(out, r["dout"], (qkv,))
     c.compare(kernel, [
         ("out", r["out"], out.detach()),
-        ("att", r["att"], att.detach()),
+        ("lse", r["lse"], torch.logsumexp(scores.masked_fill(~mask, float("-inf")), dim=-1).detach()),
         ("dqkv", r["dqkv"], r["dqkv0"] + dqkv),
     ])
 
@@ -238,7 +238,7 @@ def check_gqa_attention(c, kernel):
     dq, dk, dv = grads(out, r["dout"], (q, k, v))
     results = [
         ("out", r["out"], out.detach()),
-        ("att", r["att"], att.detach()),
+        ("lse", r["lse"], torch.logsumexp(scores.masked_fill(~mask, float("-inf")), dim=-1).detach()),
         ("dk", r["dk"], r["dk0"] + dk),
         ("dv", r["dv"], r["dv0"] + dv),
     ]
@@ -305,6 +305,7 @@ def main():
         lambda: check_matmul(c, "matmul_nobias"),
         lambda: check_attention(c, "attention"),
         lambda: check_attention(c, "attention_long"),
+        lambda: check_attention(c, "attention_tiles"),
         lambda: check_gelu(c),
         lambda: check_classifier(c, "classifier"),
         lambda: check_classifier(c, "classifier_padded"),
@@ -317,9 +318,12 @@ def main():
         lambda: check_gqa_attention(c, "gqa_attention_mha"),
         lambda: check_gqa_attention(c, "gqa_attention_long"),
         lambda: check_gqa_attention(c, "gqa_attention_nodq"),
+        lambda: check_gqa_attention(c, "gqa_attention_tiles"),
+        lambda: check_gqa_attention(c, "gqa_attention_tiles_nodq"),
         lambda: check_cached_attention(c, "cached_attention_step"),
         lambda: check_cached_attention(c, "cached_attention_chunk"),
         lambda: check_cached_attention(c, "cached_attention_prefill"),
+        lambda: check_cached_attention(c, "cached_attention_long"),
         lambda: check_init_trunc_normal(c),
     ]
     for check in checks:

@@ -12,9 +12,9 @@ in the products). The tensors keep their float dtype (float32) holding 16-bit va
 widening is exact, and PyTorch 1.13's CPU kernels take no fp16 at all.
 
 Two ops are fused in fsdp.c, so their insides are rounded only where fsdp.c rounds them,
-and are written out here: attention, as FlashAttention computes it in 16 bits (the
-scores, the softmax and its gradient in fp32; the probabilities rounded, stored as att
-and the weights of att @ v, the softmax's gradient rounded before its two products) and
+and are written out here: attention, tiled as FlashAttention-2 computes it in 16 bits
+(the scores, the online softmax and its gradient in fp32; the probabilities rounded
+before p @ v and dv, the softmax's gradient rounded before its two products) and
 the softmax cross-entropy (the per-token losses in fp32 from the rounded logits; the
 probabilities stored rounded, and the logits' gradient computed from them).
 
@@ -43,32 +43,56 @@ def _causal_mask(T, device):
     return torch.ones(T, T, dtype=torch.bool, device=device).tril()
 
 
+# fsdp.c's attention tiles: the running maximum of the forward moves at these keys
+# (src/nn/cpu/attention.h, ATTENTION_TILE).
+ATTENTION_TILE = 64
+
+
 class _Attention(torch.autograd.Function):
     """Causal attention over (B, heads, T, hs) q, k and v (k and v repeated for the query
     heads sharing them: autograd then sums a kv head's gradients in fp32), as fsdp.c's
-    16-bit attention computes it (src/nn/cpu/attention16.c): att = softmax(q k^T / sqrt(hs))
-    in fp32, rounded to dtype, out = att @ v; the backward from that att, datt and
-    dpreatt in fp32, dpreatt rounded to dtype before dq and dk."""
+    tiled attention computes it in 16 bits (src/nn/cpu/attention.c, FlashAttention-2's
+    algorithm): the forward walks the keys a tile at a time with a running row maximum m
+    and sum l, p = exp(s - m) rounded to dtype before p @ v, l summed from p unrounded,
+    out = acc / l, and keeps lse = m + log l; the backward recomputes p = exp(s - lse),
+    rounds it for dv, and rounds ds = p (dp - D), D = rowsum(dout * out), before dq and
+    dk. out is the op's stored output (rounded), which D reads."""
 
     @staticmethod
     def forward(ctx, q, k, v, dtype):
         T, hs = q.shape[-2], q.shape[-1]
-        scores = (q @ k.transpose(-2, -1)) / math.sqrt(hs)
-        att = scores.masked_fill(~_causal_mask(T, q.device), float("-inf")).softmax(dim=-1)
-        att = att.to(dtype).to(att.dtype)
+        scale = 1.0 / math.sqrt(hs)
+        mask = _causal_mask(T, q.device)
+        m = torch.full(q.shape[:-1] + (1,), float("-inf"), dtype=q.dtype, device=q.device)
+        l = torch.zeros_like(m)
+        acc = torch.zeros_like(q)
+        for k0 in range(0, T, ATTENTION_TILE):
+            k1 = min(k0 + ATTENTION_TILE, T)
+            s = (q @ k[..., k0:k1, :].transpose(-2, -1)) * scale
+            s = s.masked_fill(~mask[:, k0:k1], float("-inf"))
+            m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))
+            p = torch.exp(s - m_new)
+            rescale = torch.exp(m - m_new)
+            l = l * rescale + p.sum(dim=-1, keepdim=True)
+            acc = acc * rescale + p.to(dtype).to(p.dtype) @ v[..., k0:k1, :]
+            m = m_new
+        out = (acc * (1.0 / l)).to(dtype).to(acc.dtype)
         ctx.dtype = dtype
-        ctx.save_for_backward(q, k, v, att)
-        return att @ v
+        ctx.save_for_backward(q, k, v, out, m + torch.log(l))
+        return out
 
     @staticmethod
     def backward(ctx, dout):
-        q, k, v, att = ctx.saved_tensors
-        scale = 1.0 / math.sqrt(q.shape[-1])
-        dv = att.transpose(-2, -1) @ dout
-        datt = dout @ v.transpose(-2, -1)
-        dpre = att * (datt - (att * datt).sum(dim=-1, keepdim=True))
-        dpre = dpre.to(ctx.dtype).to(dpre.dtype)
-        return dpre @ k * scale, dpre.transpose(-2, -1) @ q * scale, dv, None
+        q, k, v, out, lse = ctx.saved_tensors
+        T, hs = q.shape[-2], q.shape[-1]
+        scale = 1.0 / math.sqrt(hs)
+        s = ((q @ k.transpose(-2, -1)) * scale).masked_fill(~_causal_mask(T, q.device), float("-inf"))
+        p = torch.exp(s - lse)
+        dv = p.to(ctx.dtype).to(p.dtype).transpose(-2, -1) @ dout
+        D = (dout * out).sum(dim=-1, keepdim=True)
+        ds = p * (dout @ v.transpose(-2, -1) - D)
+        ds = ds.to(ctx.dtype).to(ds.dtype)
+        return ds @ k * scale, ds.transpose(-2, -1) @ q * scale, dv, None
 
 
 class _CrossEntropy(torch.autograd.Function):

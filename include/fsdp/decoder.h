@@ -95,9 +95,11 @@ void decoder_release(const struct decoder *d, void **buffer);
 /* Releases each of buffers[0 .. n). */
 void decoder_release_all(const struct decoder *d, void **const buffers[], size_t n);
 void decoder_zero(const struct decoder *d, void *buffer, size_t elements);
-/* (N, cols) in the compute dtype; (N) statistics in fp32; the tokens (B, T) in int32. */
+/* (N, cols) in the compute dtype; (N) statistics in fp32; attention's log-sum-exp
+ * (B, n_head, T) in fp32; the tokens (B, T) in int32. */
 struct tensor decoder_act2(const struct decoder *d, void *data, size_t cols);
 struct tensor decoder_stats(const struct decoder *d, void *data);
+struct tensor decoder_lse(const struct decoder *d, void *data);
 struct tensor decoder_tokens(const struct decoder *d, int *data);
 
 /* Copies a batch (host token ids) to the device. */

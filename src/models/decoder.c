@@ -121,6 +121,10 @@ struct tensor decoder_stats(const struct decoder *d, void *data) {
   return tensor_1d(data, DTYPE_F32, (size_t)d->B * d->T);
 }
 
+struct tensor decoder_lse(const struct decoder *d, void *data) {
+  return (struct tensor){data, DTYPE_F32, 3, {(size_t)d->B, (size_t)d->config.n_head, (size_t)d->T}};
+}
+
 struct tensor decoder_tokens(const struct decoder *d, int *data) {
   return tensor_2d(data, DTYPE_I32, (size_t)d->B, (size_t)d->T);
 }

@@ -107,19 +107,13 @@ void nn_matmul_backward(const struct nn_ctx *c, struct tensor dinp, struct tenso
   scratch_free(c, scratch);
 }
 
-void nn_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor att, struct tensor qkv) {
-  void *workspace = gemm_workspace(c);
-  LAUNCH_AS(c, attention_forward, attention, out, att, qkv, workspace);
-  scratch_free(c, workspace);
+void nn_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor lse, struct tensor qkv) {
+  LAUNCH_AS(c, attention_forward, attention, out, lse, qkv);
 }
 
 void nn_attention_backward(const struct nn_ctx *c, struct tensor dqkv, struct tensor dout, struct tensor qkv,
-                           struct tensor att) {
-  void *scratch = scratch_alloc(c, backend_of(c->device)->attention_backward_scratch(&att));
-  void *workspace = gemm_workspace(c);
-  LAUNCH(c, attention_backward, dqkv, dout, qkv, att, scratch, workspace);
-  scratch_free(c, workspace);
-  scratch_free(c, scratch);
+                           struct tensor out, struct tensor lse) {
+  LAUNCH(c, attention_backward, dqkv, dout, qkv, out, lse);
 }
 
 void nn_gelu_forward(const struct nn_ctx *c, struct tensor out, struct tensor inp) {
@@ -172,18 +166,15 @@ void nn_swiglu_backward(const struct nn_ctx *c, struct tensor dgate, struct tens
   LAUNCH(c, swiglu_backward, dgate, dup, dout, gate, up);
 }
 
-void nn_gqa_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor att, struct tensor q,
+void nn_gqa_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor lse, struct tensor q,
                               struct tensor k, struct tensor v) {
-  LAUNCH_AS(c, gqa_attention_forward, gqa_attention, out, att, q, k, v);
+  LAUNCH_AS(c, gqa_attention_forward, gqa_attention, out, lse, q, k, v);
 }
 
-/* Scratch as for nn_attention_backward. */
 void nn_gqa_attention_backward(const struct nn_ctx *c, struct tensor dq, struct tensor dk, struct tensor dv,
                                struct tensor dout, struct tensor q, struct tensor k, struct tensor v,
-                               struct tensor att) {
-  void *scratch = scratch_alloc(c, backend_of(c->device)->attention_backward_scratch(&att));
-  LAUNCH(c, gqa_attention_backward, dq, dk, dv, dout, q, k, v, att, scratch);
-  scratch_free(c, scratch);
+                               struct tensor out, struct tensor lse) {
+  LAUNCH(c, gqa_attention_backward, dq, dk, dv, dout, q, k, v, out, lse);
 }
 
 void nn_cached_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor q, struct tensor k,

@@ -19,7 +19,6 @@ const struct nn_backend NN_CPU = {
     .name = "cpu",
     .compute_dtype = cpu_compute_dtype,
     .computes_in = 1u << DTYPE_F32 | 1u << DTYPE_BF16 | 1u << DTYPE_F16,
-    .attention_backward_scratch = cpu_attention_backward_scratch,
     .sum_scratch = cpu_no_scratch,
     .encoder_backward_scratch = cpu_no_scratch_2d,
     .column_sums_scratch = cpu_no_scratch_2d,

@@ -55,12 +55,6 @@ cudaError_t gpu_bias_broadcast(enum dtype d, void *out, const void *bias, int N,
 cudaError_t gpu_bias_backward(enum dtype d, void *dbias, const void *dout, int N, int OC, void *scratch,
                               cudaStream_t s);
 
-/* softmax.cu: attention's causal softmax on rows of T scores, row r at query position
- * r % T, in place. The backward turns datt into the scores' gradient, in place. */
-cudaError_t gpu_causal_softmax_forward(enum dtype d, void *att, size_t rows, int T, cudaStream_t s);
-cudaError_t gpu_causal_softmax_backward(enum dtype d, void *datt, const void *att, size_t rows, int T,
-                                        cudaStream_t s);
-
 #ifdef __cplusplus
 }
 #endif
