@@ -6,20 +6,22 @@
 # the CPU, both with OMP_NUM_THREADS threads (default: the cores). Prints one row per
 # shape: the milliseconds of each and the ratio of fsdp.c's forward + backward to PyTorch's.
 # usage: bench/attention.sh BUILD_DIR [--dtypes "bf16 fp32"] [--Ts "1024 2048 4096 8192"] [--repeats N]
+#            [--python PY]   (a python with torch: a lent GPU machine's own, which cannot reach PyPI)
 set -euo pipefail
 build=${1:?usage: bench/attention.sh BUILD_DIR [--dtypes D] [--Ts T] [--repeats N]}
 shift
-dtypes="bf16 fp32" Ts="1024 2048 4096 8192" repeats=3
+dtypes="bf16 fp32" Ts="1024 2048 4096 8192" repeats=3 python=""
 while [ $# -gt 0 ]; do
   case $1 in
     --dtypes) dtypes=$2; shift 2 ;;
     --Ts) Ts=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
+    --python) python=$2; shift 2 ;;
     *) echo "bench/attention.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 here=$(cd "$(dirname "$0")" && pwd)
-python=$("$here/torch_venv.sh")
+[ -n "$python" ] || python=$("$here/torch_venv.sh")
 device=cpu
 nvidia-smi -L > /dev/null 2>&1 && device=cuda
 threads=${OMP_NUM_THREADS:-$(nproc)}

@@ -161,7 +161,7 @@ def hsdp(data, out):
 KERNEL_CLASSES = [("matmul", "matmul (oneDNN)", "#1f5fa8"), ("attention", "attention", "#d43d3d"),
                   ("layernorm", "layernorm", "#e07b00"), ("gelu", "GELU", "#8c62b8"),
                   ("residual", "residual add", "#7fb2e5"), ("encoder", "embedding lookup", "#b5942a"),
-                  ("softmax_crossentropy", "softmax + cross-entropy", "#f5bd6e"),
+                  ("classifier", "classifier (softmax + cross-entropy)", "#f5bd6e"),
                   ("adamw", "AdamW", "#2e9e4a"), ("runtime", "runtime's small ops (scale, sums, casts)", "#3fb5b0"),
                   ("wait", "waiting on communication (exposed)", "#f4a6a6"),
                   ("outside", "compute thread outside kernels and waits", "#d9d9d9")]
