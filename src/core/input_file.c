@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -99,11 +100,4 @@ char *input_file_read_all(const char *what, const char *path, size_t cap, size_t
   char *data = input_file_read_whole(&f, what, cap, length);
   input_file_close(&f);
   return data;
-}
-
-FILE *input_file_stream(struct input_file *f, const char *what) {
-  FILE *stream = fdopen(f->fd, "rb");
-  if (!stream) fsdp_fatal("%s '%s': fdopen: %s", what, f->path, strerror(errno));
-  f->fd = -1;
-  return stream;
 }
