@@ -49,5 +49,8 @@ void fsdp_catch_set(struct fsdp_catch *c);
 void *fsdp_xmalloc(size_t bytes);
 void *fsdp_xcalloc(size_t count, size_t size);
 void *fsdp_xrealloc(void *ptr, size_t bytes);
+/* A growing array: buf (holding *cap elements of size bytes) reallocated, when need is
+ * more than *cap, to hold at least need of them, *cap doubling from first. */
+void *fsdp_xgrow(void *buf, size_t *cap, size_t need, size_t size, size_t first);
 
 #endif

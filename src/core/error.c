@@ -71,3 +71,12 @@ void *fsdp_xrealloc(void *ptr, size_t bytes) {
   if (!p) fsdp_fatal("out of memory growing a buffer to %zu bytes", bytes);
   return p;
 }
+
+void *fsdp_xgrow(void *buf, size_t *cap, size_t need, size_t size, size_t first) {
+  if (need <= *cap) return buf;
+  size_t grown = *cap ? *cap : first;
+  while (grown < need) grown *= 2;
+  buf = fsdp_xrealloc(buf, grown * size);
+  *cap = grown;
+  return buf;
+}

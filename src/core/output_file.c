@@ -10,12 +10,7 @@
 
 void text_append(struct text *t, const char *s) {
   size_t n = strlen(s);
-  if (t->len + n > t->cap) {
-    size_t cap = t->cap ? 2 * t->cap : 1 << 16;
-    while (cap < t->len + n) cap *= 2;
-    t->data = fsdp_xrealloc(t->data, cap);
-    t->cap = cap;
-  }
+  t->data = fsdp_xgrow(t->data, &t->cap, t->len + n, 1, 1 << 16);
   memcpy(t->data + t->len, s, n);
   t->len += n;
 }

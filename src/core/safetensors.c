@@ -280,10 +280,7 @@ struct header_text {
 };
 
 static void put(struct header_text *h, const char *s, size_t n) {
-  while (h->len + n + 1 > h->cap) {
-    h->cap = h->cap ? 2 * h->cap : 4096;
-    h->data = fsdp_xrealloc(h->data, h->cap);
-  }
+  h->data = fsdp_xgrow(h->data, &h->cap, h->len + n + 1, 1, 4096);
   memcpy(h->data + h->len, s, n);
   h->len += n;
   h->data[h->len] = '\0';

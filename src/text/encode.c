@@ -24,21 +24,13 @@ enum { DEFAULT_CHUNK_BYTES = 256 << 10 };
 enum { PART_MARKS = 256, CUT_SEARCH_BYTES = 4096 };
 
 void token_vec_push(struct token_vec *v, uint32_t id) {
-  if (v->n == v->cap) {
-    v->cap = v->cap ? 2 * v->cap : 256;
-    v->ids = fsdp_xrealloc(v->ids, v->cap * sizeof *v->ids);
-  }
+  v->ids = fsdp_xgrow(v->ids, &v->cap, v->n + 1, sizeof *v->ids, 256);
   v->ids[v->n++] = id;
 }
 
 void token_vec_append(struct token_vec *v, const uint32_t *ids, size_t n) {
   if (n == 0) return; /* ids may be NULL then */
-  if (v->n + n > v->cap) {
-    size_t cap = v->cap ? 2 * v->cap : 256;
-    while (cap < v->n + n) cap *= 2;
-    v->ids = fsdp_xrealloc(v->ids, cap * sizeof *v->ids);
-    v->cap = cap;
-  }
+  v->ids = fsdp_xgrow(v->ids, &v->cap, v->n + n, sizeof *v->ids, 256);
   memcpy(v->ids + v->n, ids, n * sizeof *ids);
   v->n += n;
 }

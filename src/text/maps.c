@@ -12,12 +12,7 @@ void token_table_init(struct token_table *t, int n) {
 }
 
 void token_table_set(struct token_table *t, int id, const unsigned char *bytes, size_t n) {
-  if (t->pool_used + n > t->pool_cap) {
-    size_t cap = t->pool_cap ? 2 * t->pool_cap : 1 << 16;
-    while (cap < t->pool_used + n) cap *= 2;
-    t->pool = fsdp_xrealloc(t->pool, cap);
-    t->pool_cap = cap;
-  }
+  t->pool = fsdp_xgrow(t->pool, &t->pool_cap, t->pool_used + n, 1, 1 << 16);
   memcpy(t->pool + t->pool_used, bytes, n);
   t->offset[id] = t->pool_used;
   t->length[id] = (uint32_t)n;

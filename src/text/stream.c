@@ -27,7 +27,8 @@ struct text_stream {
   size_t length, capacity;
   size_t fresh; /* bytes written since the last window was encoded */
   struct document *docs;
-  int n_docs, docs_capacity;
+  int n_docs;
+  size_t docs_capacity;
   struct token_vec ids;
 };
 
@@ -86,18 +87,10 @@ static void encode_window(struct text_stream *s) {
 void text_stream_write(struct text_stream *s, const void *text, size_t n) {
   if (n == 0) return;
   if (s->n_docs == 0 || s->docs[s->n_docs - 1].ended) {
-    if (s->n_docs == s->docs_capacity) {
-      s->docs_capacity = s->docs_capacity ? 2 * s->docs_capacity : 64;
-      s->docs = fsdp_xrealloc(s->docs, (size_t)s->docs_capacity * sizeof *s->docs);
-    }
+    s->docs = fsdp_xgrow(s->docs, &s->docs_capacity, (size_t)s->n_docs + 1, sizeof *s->docs, 64);
     s->docs[s->n_docs++] = (struct document){s->length, 0, 0, {0, 1}};
   }
-  if (s->length + n > s->capacity) {
-    size_t capacity = s->capacity ? 2 * s->capacity : 1 << 16;
-    while (capacity < s->length + n) capacity *= 2;
-    s->text = fsdp_xrealloc(s->text, capacity);
-    s->capacity = capacity;
-  }
+  s->text = fsdp_xgrow(s->text, &s->capacity, s->length + n, 1, 1 << 16);
   memcpy(s->text + s->length, text, n);
   s->length += n;
   s->fresh += n;
