@@ -16,8 +16,8 @@ targets=("$@")
 dir=${FUZZ_BUILD_DIR:-build-fuzz}
 scripts/install-deps.sh
 mkdir -p "$dir"
-CC=clang cmake -S . -B "$dir" -DFSDP_FUZZ=ON -DFSDP_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$dir/configure.log" 2>&1 ||
-  { cat "$dir/configure.log"; exit 1; }
+configure=(cmake -S . -B "$dir" -DFSDP_FUZZ=ON -DFSDP_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+CC=clang "${configure[@]}" > "$dir/configure.log" 2>&1 || { cat "$dir/configure.log"; exit 1; }
 cmake --build "$dir" -j "$(nproc)" --target fuzz > "$dir/build.log" 2>&1 || { cat "$dir/build.log"; exit 1; }
 
 failed=()

@@ -69,18 +69,19 @@ static void inside_abort(const void *arg) {
 
 /* Two refusals caught in turn, with nothing printed, then an uncaught one still ends the
  * process as the first error does. */
+static void catch_refusal(const char *message) {
+  struct fsdp_catch refused;
+  if (setjmp(refused.jump) == 0) {
+    fsdp_catch_set(&refused);
+    fsdp_fatal("%s", message);
+  }
+  if (strcmp(refused.message, message) != 0) _exit(3);
+}
+
 static void caught_then_fatal(const void *arg) {
   (void)arg;
-  for (int i = 0; i < 2; i++) {
-    struct fsdp_catch refused;
-    if (setjmp(refused.jump) == 0) {
-      fsdp_catch_set(&refused);
-      fsdp_fatal("refusal %d", i);
-    }
-    char want[32];
-    snprintf(want, sizeof want, "refusal %d", i);
-    if (strcmp(refused.message, want) != 0) _exit(3);
-  }
+  catch_refusal("refusal 0");
+  catch_refusal("refusal 1");
   fsdp_fatal("after the refusals");
 }
 

@@ -25,7 +25,7 @@ void fuzz_write(const char *path, const void *data, size_t size);
 /* Closes the descriptors left open on files of fuzz_dir(). */
 void fuzz_close_files(void);
 
-/* Records the heap blocks allocated from now on (any thread), until forgotten (they are
+/* Records the heap blocks this thread allocates from now on, until forgotten (they are
  * the program's) or reclaimed (those still allocated are freed). */
 void fuzz_heap_track(void);
 void fuzz_heap_forget(void);

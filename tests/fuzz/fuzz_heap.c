@@ -1,8 +1,13 @@
 /* The heap blocks a reader allocates, recorded through the sanitizer's allocation hooks
- * (which see every thread and every library, cJSON's and PCRE2's included), so that
- * what a refused reader abandoned can be freed: leaks on the refusal path are by design
+ * (which see every library, cJSON's and PCRE2's included), so that what a refused
+ * reader abandoned can be freed: leaks on the refusal path are by design
  * (fsdp_fatal unwinds nothing), and left alone they would fill the memory of a long run
  * and hide the leaks of readers that succeed, which LeakSanitizer then reports.
+ *
+ * Only the reading thread's allocations are recorded: libFuzzer's own threads allocate
+ * and free while a reader runs, and a block of theirs freed after the record stops would
+ * be freed twice. A reader's block freed on any thread is struck off while the record
+ * runs (the readers free none on another thread after it stops).
  *
  * A hook may not allocate: the record is a fixed open-addressing table of blocks (a
  * freed one leaves a tombstone) and the list of the slots used, renewed for each reader
@@ -27,7 +32,8 @@ static struct slot slots[SLOTS];
 static uint32_t used[MAX_USED]; /* the slots taken in this generation, in order */
 static size_t n_used;
 static uint32_t generation;
-static _Atomic int tracking;
+static _Atomic int tracking;       /* frees are struck off */
+static _Thread_local int recording; /* this thread's allocations are recorded */
 static int overflowed;
 static atomic_flag lock = ATOMIC_FLAG_INIT;
 
@@ -42,7 +48,7 @@ static void drop_lock(void) { atomic_flag_clear_explicit(&lock, memory_order_rel
 
 static void on_malloc(const volatile void *block, size_t size) {
   (void)size;
-  if (!atomic_load_explicit(&tracking, memory_order_relaxed)) return;
+  if (!recording) return;
   take_lock();
   if (n_used == MAX_USED) {
     overflowed = 1;
@@ -75,11 +81,16 @@ void fuzz_heap_track(void) {
   n_used = 0;
   overflowed = 0;
   atomic_store(&tracking, 1);
+  recording = 1;
 }
 
-void fuzz_heap_forget(void) { atomic_store(&tracking, 0); }
+void fuzz_heap_forget(void) {
+  recording = 0;
+  atomic_store(&tracking, 0);
+}
 
 void fuzz_heap_reclaim(void) {
+  recording = 0;
   atomic_store(&tracking, 0);
   take_lock(); /* a hook still recording on another thread finishes first */
   drop_lock();

@@ -66,14 +66,16 @@ printf 'the cat sat on the mat; in the hat there is a cat.\n%.0s' 1 2 3 4 > text
 cp tokens.bin "$corpus/token_file/fsdp-tokenize.bin"
 python3 -c 'import sys; sys.stdout.buffer.write(bytes(i // 2 % 8 * (1 - i % 2) for i in range(256)))' > ids.bin
 gpt2=(--model gpt2-tiny --n-layer 1 --n-head 1 --n-embd 4 --vocab-size 8 --block-size 4)
-"$fsdp" train "${gpt2[@]}" --data ids.bin --data-format nanogpt --seq-len 4 --batch-size 1 --steps 1 --checkpoint-dir ckpt \
+"$fsdp" train "${gpt2[@]}" --data ids.bin --data-format nanogpt --seq-len 4 --batch-size 1 --steps 1 \
+  --checkpoint-dir ckpt \
   --memory-snapshot snapshot.json > /dev/null
 step=ckpt/step-00000001
 { cat $step/metadata.json; printf '\0'; cat $step/rank-00000.bin; } > "$corpus/checkpoint/gpt2-tiny"
 cp snapshot.json "$corpus/memory_snapshot/gpt2-tiny.json"
 "$fsdp" export --checkpoint $step --output gpt2 > /dev/null
 "$fsdp" export --checkpoint $step --dtype bf16 --output gpt2-bf16 > /dev/null
-llama=(--model llama3-debug --n-layer 1 --n-head 2 --n-kv-head 1 --n-embd 8 --ffn-hidden 8 --vocab-size 16 --block-size 4)
+llama=(--model llama3-debug --n-layer 1 --n-head 2 --n-kv-head 1 --n-embd 8 --ffn-hidden 8 --vocab-size 16
+       --block-size 4)
 "$fsdp" export "${llama[@]}" --dtype bf16 --max-shard-size 200 --output llama > /dev/null
 cp gpt2/model.safetensors "$corpus/safetensors/gpt2-f32.safetensors"
 cp gpt2-bf16/model.safetensors "$corpus/safetensors/gpt2-bf16.safetensors"

@@ -26,7 +26,8 @@ static void check_decodes(const struct text_tokenizer *t, const struct token_vec
                           size_t size) {
   size_t at = 0;
   for (size_t i = 0; i < ids->n; i++) {
-    if (ids->ids[i] >= (uint32_t)text_tokenizer_vocab_size(t)) fuzz_finding("id %u: outside the vocabulary", ids->ids[i]);
+    if (ids->ids[i] >= (uint32_t)text_tokenizer_vocab_size(t))
+      fuzz_finding("id %u: outside the vocabulary", ids->ids[i]);
     size_t length;
     const unsigned char *bytes = text_tokenizer_bytes(t, (int)ids->ids[i], &length);
     if (length > size - at || memcmp(bytes, text + at, length) != 0)

@@ -27,7 +27,8 @@ static void check_ids(const struct token_data *d) {
   for (size_t i = 0; i < d->n_tokens; i++) {
     uint32_t id = 0;
     for (size_t b = 0; b < width; b++) id |= (uint32_t)input[header + i * width + b] << (8 * b);
-    if (token_at(d->tokens, d->width, i) != id) fuzz_finding("token %zu is %u, the file says %u", i, token_at(d->tokens, d->width, i), id);
+    uint32_t loaded = token_at(d->tokens, d->width, i);
+    if (loaded != id) fuzz_finding("token %zu is %u, the file says %u", i, loaded, id);
   }
 }
 
