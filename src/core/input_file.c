@@ -47,7 +47,7 @@ int input_file_try_open(struct input_file *f, const char *path, char *why, size_
     close(fd);
     return refuse(why, why_size, EINVAL, "is %s, not a regular file", kind_of(st.st_mode));
   }
-  /* Reads of a regular file never block; clearing the flag keeps them plain for stdio. */
+  /* Reads of a regular file never block; clearing the flag keeps them plain reads. */
   if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
     int error = errno;
     close(fd);

@@ -15,8 +15,8 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* The process's directory for its inputs, made on first use under $TMPDIR (else /tmp)
- * and removed with all it holds when the process exits. */
+/* The process's directory for its inputs, made on first use under $TMPDIR (else /dev/shm,
+ * else /tmp) and removed with all it holds when the process exits. */
 const char *fuzz_dir(void);
 /* fuzz_dir()/name, malloc'd, for the process's lifetime. */
 char *fuzz_path(const char *name);

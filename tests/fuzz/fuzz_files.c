@@ -25,8 +25,10 @@ static void remove_dir(void) { nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS)
 
 const char *fuzz_dir(void) {
   if (dir[0]) return dir;
+  /* Every input is written to a file: in memory (/dev/shm) rather than to a disk. */
   const char *tmp = getenv("TMPDIR");
-  snprintf(dir, sizeof dir, "%s/fsdp-fuzz-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+  if (!tmp || !tmp[0]) tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+  snprintf(dir, sizeof dir, "%s/fsdp-fuzz-XXXXXX", tmp);
   if (!mkdtemp(dir)) fuzz_finding("cannot make a directory %s for the inputs", dir);
   /* As /proc/self/fd shows the files opened in it. */
   char *real = realpath(dir, NULL);
