@@ -122,25 +122,30 @@ static void run_residual(void *s) {
   struct layers *l = s;
   nn_residual_forward(&cpu, t2(l->y, l->N, l->C), t2(l->x, l->N, l->C), t2(l->dx, l->N, l->C));
 }
-static void run_crossentropy_forward(void *s) {
+/* The fused classifier: the losses alone (the loss's forward), then with dlogits (its
+ * backward; into probs, so that every run reads the same logits). */
+static void run_classifier_losses(void *s) {
   struct layers *l = s;
-  nn_softmax_crossentropy_forward(&cpu, t2(l->probs, l->N, l->V), f1(l->losses, l->N), t2(l->logits, l->N, l->V),
-                                  tensor_1d(l->inp, DTYPE_I32, l->N));
+  nn_classifier(&cpu, TENSOR_NONE, f1(l->losses, l->N), t2(l->logits, l->N, l->V), tensor_1d(l->inp, DTYPE_I32, l->N),
+                l->V, 0.0f);
 }
-static void run_crossentropy_backward(void *s) {
+static void run_classifier_dlogits(void *s) {
   struct layers *l = s;
-  nn_softmax_crossentropy_backward(&cpu, t2(l->logits, l->N, l->V), t2(l->probs, l->N, l->V),
-                                   tensor_1d(l->inp, DTYPE_I32, l->N), 1.0f / l->N);
+  nn_classifier(&cpu, t2(l->probs, l->N, l->V), TENSOR_NONE, t2(l->logits, l->N, l->V),
+                tensor_1d(l->inp, DTYPE_I32, l->N), l->V, 1.0f / l->N);
+}
+/* Attention's log-sum-exp (B, NH, T), fp32 in every dtype. */
+static struct tensor lse(void *data, int NH) {
+  return (struct tensor){data, DTYPE_F32, 3, {(size_t)B, (size_t)NH, (size_t)T}};
 }
 static void run_attention_forward(void *s) {
   struct layers *l = s;
-  nn_attention_forward(&cpu, t2(l->y, l->N, l->C), tensor_4d(l->att, dt, B, l->NH, T, T),
-                       t2(l->qkv, l->N, 3 * l->C));
+  nn_attention_forward(&cpu, t2(l->y, l->N, l->C), lse(l->att, l->NH), t2(l->qkv, l->N, 3 * l->C));
 }
 static void run_attention_backward(void *s) {
   struct layers *l = s;
-  nn_attention_backward(&cpu, t2(l->dqkv, l->N, 3 * l->C), t2(l->y, l->N, l->C), t2(l->qkv, l->N, 3 * l->C),
-                        tensor_4d(l->att, dt, B, l->NH, T, T));
+  nn_attention_backward(&cpu, t2(l->dqkv, l->N, 3 * l->C), t2(l->dx, l->N, l->C), t2(l->qkv, l->N, 3 * l->C),
+                        t2(l->y, l->N, l->C), lse(l->att, l->NH));
 }
 static void run_rmsnorm_forward(void *s) {
   struct layers *l = s;
@@ -174,7 +179,7 @@ static void run_swiglu_backward(void *s) {
 static void run_gqa_forward(void *s) {
   struct layers *l = s;
   int hd = l->LC / l->LNH;
-  nn_gqa_attention_forward(&cpu, t2(l->ly, l->N, l->LC), tensor_4d(l->latt, dt, B, l->LNH, T, T),
+  nn_gqa_attention_forward(&cpu, t2(l->ly, l->N, l->LC), lse(l->latt, l->LNH),
                            heads(l->q, l->LNH, hd), heads(l->k, l->LNH, hd), heads(l->v, l->LNH, hd));
 }
 static void run_gqa_backward(void *s) {
@@ -183,7 +188,7 @@ static void run_gqa_backward(void *s) {
   nn_gqa_attention_backward(&cpu, t1(l->dq, (size_t)l->N * l->LC), t1(l->dk, (size_t)l->N * l->LC),
                             t1(l->dv, (size_t)l->N * l->LC), t2(l->ldx, l->N, l->LC),
                             heads(l->q, l->LNH, hd), heads(l->k, l->LNH, hd), heads(l->v, l->LNH, hd),
-                            tensor_4d(l->latt, dt, B, l->LNH, T, T));
+                            t2(l->ly, l->N, l->LC), lse(l->latt, l->LNH));
 }
 
 /* The runtime's update over a shakespeare-char model's 10.7M parameters (fp32 whatever
@@ -229,7 +234,7 @@ int main(int argc, char **argv) {
   l.dw = randoms((size_t)l.C, 1e-3f), l.db = randoms((size_t)l.C, 1e-3f);
   l.h4 = randoms(4 * NC, 1.0f), l.dh4 = randoms(4 * NC, 1e-3f);
   l.qkv = randoms(3 * NC, 1.0f), l.dqkv = randoms(3 * NC, 1e-3f);
-  l.att = randoms((size_t)B * l.NH * T * T, 0.0f);
+  l.att = random_in(DTYPE_F32, (size_t)B * l.NH * T, 0.0f);
   l.logits = randoms((size_t)l.N * l.V, 2.0f), l.probs = randoms((size_t)l.N * l.V, 0.0f);
   l.mean = random_in(DTYPE_F32, (size_t)l.N, 0.0f), l.rstd = random_in(DTYPE_F32, (size_t)l.N, 0.0f);
   l.losses = random_in(DTYPE_F32, (size_t)l.N, 0.0f), l.lrstd = random_in(DTYPE_F32, (size_t)l.N, 0.0f);
@@ -239,7 +244,7 @@ int main(int argc, char **argv) {
   l.dgate = randoms(NF, 1e-3f), l.dup = randoms(NF, 1e-3f);
   l.q = randoms(NL, 1.0f), l.k = randoms(NL, 1.0f), l.v = randoms(NL, 1.0f);
   l.dq = randoms(NL, 1e-3f), l.dk = randoms(NL, 1e-3f), l.dv = randoms(NL, 1e-3f);
-  l.latt = randoms((size_t)B * l.LNH * T * T, 0.0f);
+  l.latt = random_in(DTYPE_F32, (size_t)B * l.LNH * T, 0.0f);
   l.table = randoms((size_t)T * (l.LC / l.LNH), 0.0f);
   struct nn_rope rope = {.theta = 500000.0f};
   nn_rope_table(&cpu, t2(l.table, T, (size_t)(l.LC / l.LNH)), &rope);
@@ -253,8 +258,8 @@ int main(int argc, char **argv) {
   time_kernel("gelu_forward", "(2048, 1536)", run_gelu_forward, &l);
   time_kernel("gelu_backward", "(2048, 1536)", run_gelu_backward, &l);
   time_kernel("residual_forward", "(2048, 384)", run_residual, &l);
-  time_kernel("crossentropy_forward", "(2048, 256)", run_crossentropy_forward, &l);
-  time_kernel("crossentropy_backward", "(2048, 256)", run_crossentropy_backward, &l);
+  time_kernel("classifier losses", "(2048, 256)", run_classifier_losses, &l);
+  time_kernel("classifier dlogits", "(2048, 256)", run_classifier_dlogits, &l);
   time_kernel("attention_forward", "B8 NH6 T256 hs64", run_attention_forward, &l);
   time_kernel("attention_backward", "B8 NH6 T256 hs64", run_attention_backward, &l);
   time_kernel("rmsnorm_forward", "(2048, 256)", run_rmsnorm_forward, &l);

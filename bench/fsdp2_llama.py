@@ -11,7 +11,8 @@ environment, the rendezvous from MASTER_ADDR and MASTER_PORT.
 A step is timed on each rank from zeroing the gradients to the end of the optimizer's
 step, the span `fsdp train`'s step_ms covers (forward, backward, the gradient norm's
 all-reduce, clipping, AdamW); the loss logged is the mean over ranks, taken outside
-that span. Rank 0 writes a JSON object: every rank's step times, the losses, each
+that span. Rank 0 writes a JSON object: every rank's step times, the losses, the gradient norms
+(before clipping), each
 rank's resident set size (RSS) once torch is imported and the process group is up and
 once the model is sharded, its peak RSS over the training steps alone (the peak is
 restarted after the setup), and the thread settings torch ran with.
@@ -112,7 +113,7 @@ def main(dump, out_path, attention):
         f.write("5")  # Linux: VmHWM := VmRSS
     rss_setup = rss_bytes("VmRSS")
 
-    step_ms, losses = [], []
+    step_ms, losses, grad_norms = [], [], []
     for step in range(steps):
         lr = lr_warmup_cosine(step, warmup, steps, peak_lr, min_lr)
         for group in optimizer.param_groups:
@@ -121,7 +122,7 @@ def main(dump, out_path, attention):
         optimizer.zero_grad(set_to_none=True)
         _, loss = model(inputs[step, rows], targets[step, rows])
         loss.backward()
-        clip_grad_norm(params, clip)
+        grad_norms.append(clip_grad_norm(params, clip).item())
         optimizer.step()
         step_ms.append((time.perf_counter() - start) * 1e3)
         mean_loss = loss.detach().clone()
@@ -135,7 +136,7 @@ def main(dump, out_path, attention):
         with open(out_path, "w") as f:
             json.dump({"torch_version": torch.__version__, "world_size": world, "batch_per_rank": B,
                        "attention": attention,
-                       "seq_len": inputs.shape[2], "losses": losses, "ranks": every,
+                       "seq_len": inputs.shape[2], "losses": losses, "grad_norms": grad_norms, "ranks": every,
                        "torch_num_threads": torch.get_num_threads(),
                        "torch_num_interop_threads": torch.get_num_interop_threads()}, f)
     dist.destroy_process_group()

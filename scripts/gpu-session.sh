@@ -10,6 +10,7 @@
 #   sanitize   compute-sanitizer memcheck, racecheck and synccheck (the three at once) on a
 #              bf16 training run and on the gpu test executables, each run under a time
 #              limit; a table of verdicts (clean / N errors / timeout) in summary.md
+#   attention  bench/attention.sh: the tiled attention against PyTorch's SDPA, bf16, fwd+bwd
 #   bench      bench/gpu.sh (gpt2, llama, scaling); or parts: bench-gpt2, bench-llama,
 #              bench-scaling
 #   cpu-test   ctest -LE gpu (the CPU suite; long, not in the default list)
@@ -383,7 +384,7 @@ have_build() { [ -x "$build/fsdp" ]; }
 for s in "${stages[@]}"; do
   case $s in
     build) run_stage build 420 stage_build ;;
-    test|smoke|sanitize|bench|bench-*|cpu-test)
+    test|smoke|attention|sanitize|bench|bench-*|cpu-test)
       if ! have_build; then
         say "$s: skipped, no $build/fsdp (run the build stage first)"
         results+=("| $s | skipped (no build) | 0 | |"); publish; continue
@@ -391,11 +392,12 @@ for s in "${stages[@]}"; do
       case $s in
         test) run_stage test 200 stage_test ;;
         smoke) run_stage smoke 90 stage_smoke ;;
+        attention) run_stage attention 120 "$repo/bench/attention.sh" "$build" --dtypes bf16 --python python3 ;;
         sanitize) run_stage sanitize 180 stage_sanitize 170 ;;
         bench) run_stage bench 600 stage_bench "$bench_parts" ;;
         cpu-test) run_stage cpu-test 600 cpu_test ;;
       esac ;;
-    *) say "unknown stage '$s' (build test smoke sanitize bench bench-gpt2 bench-llama bench-scaling cpu-test)"
+    *) say "unknown stage '$s' (build test smoke attention sanitize bench bench-gpt2 bench-llama bench-scaling cpu-test)"
        results+=("| $s | unknown stage | 0 | |") ;;
   esac
 done

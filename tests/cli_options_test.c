@@ -1,12 +1,13 @@
 /* Options of train and plan that parse: the defaults, which the flag table applies
  * through each flag's own parser, are the values they were as constants, and the
- * overlap ones are the runtime's; --device; --model first whatever the order. Bad
+ * overlap ones are the runtime's; --device; --model first whatever the order; the GPU peaks of the MFU. Bad
  * input is cli_errors_test.sh's. */
 #include <stdio.h>
 #include <string.h>
 
 #include "check.h"
 #include "fsdp/cli.h"
+#include "mfu.h"
 
 static struct train_options parse(enum options_command command, int argc, char **argv) {
   struct train_options o;
@@ -75,10 +76,27 @@ static void test_model_first(void) {
   EXPECT(o.seq_len == 64, "seq_len %d, want the lowered max_seq_len", o.seq_len);
 }
 
+/* A GPU's peak by the names cudaGetDeviceProperties gives (src/cli/mfu.c): the PCIe
+ * H100 is not taken for the SXM one, an unknown card has none. */
+static void test_gpu_peaks(void) {
+  static const struct {
+    const char *model;
+    double gflops;
+  } cards[] = {
+      {"NVIDIA H100 80GB HBM3", 989e3}, {"NVIDIA H100 PCIe", 756e3},      {"NVIDIA H200", 989e3},
+      {"NVIDIA A100-SXM4-80GB", 312e3}, {"NVIDIA GeForce RTX 4090", 0.0}, {"", 0.0},
+  };
+  for (size_t i = 0; i < sizeof cards / sizeof cards[0]; i++) {
+    double got = mfu_gpu_peak_gflops(cards[i].model);
+    EXPECT(got == cards[i].gflops, "peak of '%s': %g GFLOP/s, want %g", cards[i].model, got, cards[i].gflops);
+  }
+}
+
 int main(void) {
   test_defaults();
   test_train_defaults_match_plan();
   test_device();
   test_model_first();
+  test_gpu_peaks();
   return check_summary("cli_options_test");
 }

@@ -16,11 +16,12 @@ enum { T = TEST_MODEL_SEQ, PREFILL = 5, CHUNK = 3 };
 static const uint64_t SEED = 777;
 static const double TOLERANCE = 1e-5;
 
-/* The largest |cached - full| over one position's logits. */
-static double compare_last(const float *cached, const float *full, int position, int V) {
+/* The largest |cached - full| over one position's logits; full's rows are Vp wide, the
+ * vocabulary padded (fsdp/decoder.h). */
+static double compare_last(const float *cached, const float *full, int position, int V, int Vp) {
   double worst = 0.0;
   for (int v = 0; v < V; v++) {
-    double e = fabs((double)cached[v] - (double)full[(size_t)position * V + v]);
+    double e = fabs((double)cached[v] - (double)full[(size_t)position * Vp + v]);
     worst = e > worst ? e : worst;
   }
   return worst;
@@ -43,8 +44,9 @@ static int check_model(const struct test_model *tm, const struct fsdp_wrap_polic
     targets[t] = (int)rng_below(SEED, 2, (uint64_t)t, (uint64_t)V);
   }
   tm->family->forward(model, tokens, targets);
-  float *full = malloc((size_t)T * V * sizeof(float)), *cached = malloc((size_t)V * sizeof(float));
-  device_copy_to_host(m.streams.compute, full, d->logits, (size_t)T * V * sizeof(float));
+  int Vp = d->vocab_padded;
+  float *full = malloc((size_t)T * Vp * sizeof(float)), *cached = malloc((size_t)V * sizeof(float));
+  device_copy_to_host(m.streams.compute, full, d->logits, (size_t)T * Vp * sizeof(float));
   stream_synchronize(m.streams.compute);
   tm->family->release_activations(model);
   fsdp_model_reshard_all(&m);
@@ -53,7 +55,7 @@ static int check_model(const struct test_model *tm, const struct fsdp_wrap_polic
   double worst = 0.0;
   for (int first = 0, n = PREFILL; first < T; first += n, n = first == PREFILL ? CHUNK : 1) {
     tm->family->decode(model, cache, tokens + first, n, cached);
-    double e = compare_last(cached, full, first + n - 1, V);
+    double e = compare_last(cached, full, first + n - 1, V, Vp);
     worst = e > worst ? e : worst;
   }
   int ok = worst <= TOLERANCE && cache->len == T;

@@ -7,12 +7,14 @@
  * values, the GPU in the dtype (fp32 accumulation, 16-bit storage). An element passes when
  * |cuda - cpu| <= tol * (|cpu| + rms), rms the root mean square of the CPU's result (so
  * that an element near zero after cancellation is judged at the scale of its terms), with
- *   fp32: 0 (bit for bit) for the encoder, the residual and the cross-entropy's backward,
- *         whose sums the GPU forms in the CPU's order; 1e-5 for the rest (sums in another
- *         order, CUDA's expf and tanhf, cuBLASLt in pure fp32: CUBLAS_COMPUTE_32F, no TF32);
+ *   fp32: 0 (bit for bit) for the encoder and the residual, whose sums the GPU forms in
+ *         the CPU's order; 1e-5 for the rest (sums in another order, CUDA's expf and
+ *         tanhf, cuBLASLt in pure fp32: CUBLAS_COMPUTE_32F, no TF32);
  *   16-bit: 1e-2 (each stored value rounded once, 2^-9 relative for bf16), 2e-2 for
- *         attention, whose scores are rounded to the dtype before the softmax and whose
- *         backward rounds datt before the softmax's Jacobian.
+ *         attention, whose 16-bit side rounds the probabilities before p @ v and dv and
+ *         the scores' gradient before dq and dk, as FlashAttention does (the CPU twin,
+ *         in fp32 here, rounds nothing).
+ * LayerNorm's parameter gradients, computed twice on the GPU, must be the same bits.
  * Each check prints its largest error in those units. Exits 77 (ctest: skipped) where
  * there is no GPU. */
 #include <math.h>
@@ -142,17 +144,33 @@ static void expect(const char *shape, const char *what, const struct pair *p, st
   free(got);
 }
 
+/* The GPU's results in a and b, computed alike from the same values, are the same bits:
+ * no atomics, sums in a fixed order. */
+static void expect_same_bits(const char *shape, const char *what, const struct pair *a, const struct pair *b) {
+  checks++;
+  float *x = download(a), *y = download(b);
+  int same = memcmp(x, y, a->n * sizeof *x) == 0;
+  printf("%-6s %-5s %-40s %s\n", shape, dtype_name(a->d), what, same ? "the same bits twice" : "DIFFERENT");
+  if (!same) {
+    failures++;
+    fprintf(stderr, "FAIL %s %s %s: two runs differ\n", shape, dtype_name(a->d), what);
+  }
+  free(x);
+  free(y);
+}
+
 /* B sequences of T tokens, C channels in NH heads, a vocabulary of V. */
 struct shape {
   const char *name;
   int B, T, C, NH, V;
 };
 
-static void test_encoder(const struct shape *s, enum dtype d) {
+/* A vocabulary of V tokens: smaller than N, tokens repeat and their rows of dwte add up;
+ * past the counting sort's chunk of 1024 positions (src/nn/cuda/encoder.h), a token's
+ * positions span chunks. */
+static void test_encoder(const struct shape *s, int V, enum dtype d) {
   size_t N = (size_t)s->B * s->T, C = s->C;
   int *ids = fsdp_xmalloc(N * sizeof *ids);
-  /* A vocabulary smaller than N: tokens repeat, and their rows of dwte add up. */
-  int V = s->T / 2 + 1;
   void *gids = tokens(ids, N, V);
   struct tensor cinp = tensor_2d(ids, DTYPE_I32, s->B, s->T), ginp = tensor_2d(gids, DTYPE_I32, s->B, s->T);
   struct pair wte = random_pair(d, (size_t)V * C, 0.5f), wpe = random_pair(d, (size_t)s->T * C, 0.5f);
@@ -167,7 +185,9 @@ static void test_encoder(const struct shape *s, enum dtype d) {
   /* out serves as dout; wte and wpe as the gradients they accumulate into. */
   nn_encoder_backward(&cpu_ctx, cpu2(&wte, C), cpu2(&wpe, C), cpu2(&out, C), cinp);
   nn_encoder_backward(&gpu_ctx, gpu2(&wte, C), gpu2(&wpe, C), gpu2(&out, C), ginp);
-  expect(s->name, "encoder_backward dwte", &wte, EXACT);
+  char what[64];
+  snprintf(what, sizeof what, "encoder_backward dwte (V %d)", V);
+  expect(s->name, what, &wte, EXACT);
   expect(s->name, "encoder_backward dwpe", &wpe, EXACT);
   release(&out2);
   release(&out);
@@ -197,6 +217,7 @@ static void test_layernorm(const struct shape *s, enum dtype d) {
   struct pair m = pair_of(DTYPE_F32, mean.cpu, N), r = pair_of(DTYPE_F32, rstd.cpu, N);
   struct pair dout = random_pair(d, N * C, 1.0f), dinp = random_pair(d, N * C, 1.0f);
   struct pair dweight = random_pair(d, C, 1.0f), dbias = random_pair(d, C, 1.0f);
+  struct pair dweight2 = pair_of(d, dweight.cpu, C), dbias2 = pair_of(d, dbias.cpu, C);
   nn_layernorm_backward(&cpu_ctx, cpu2(&dinp, C), cpu1(&dweight), cpu1(&dbias), cpu2(&dout, C), cpu2(&inp, C),
                         cpu1(&weight), cpu1(&m), cpu1(&r));
   nn_layernorm_backward(&gpu_ctx, gpu2(&dinp, C), gpu1(&dweight), gpu1(&dbias), gpu2(&dout, C), gpu2(&inp, C),
@@ -204,7 +225,12 @@ static void test_layernorm(const struct shape *s, enum dtype d) {
   expect(s->name, "layernorm_backward dinp", &dinp, CLOSE);
   expect(s->name, "layernorm_backward dweight", &dweight, CLOSE);
   expect(s->name, "layernorm_backward dbias", &dbias, CLOSE);
-  struct pair *all[] = {&inp, &weight, &bias, &out, &mean, &rstd, &m, &r, &dout, &dinp, &dweight, &dbias};
+  nn_layernorm_backward(&gpu_ctx, TENSOR_NONE, gpu1(&dweight2), gpu1(&dbias2), gpu2(&dout, C), gpu2(&inp, C),
+                        gpu1(&weight), gpu1(&m), gpu1(&r));
+  expect_same_bits(s->name, "layernorm_backward dweight", &dweight, &dweight2);
+  expect_same_bits(s->name, "layernorm_backward dbias", &dbias, &dbias2);
+  struct pair *all[] = {&inp, &weight, &bias, &out, &mean, &rstd, &m, &r, &dout, &dinp, &dweight, &dbias, &dweight2,
+                        &dbias2};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) release(all[i]);
 }
 
@@ -245,27 +271,29 @@ static void test_matmul(const struct shape *s, enum dtype d, int OC, int with_bi
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) release(all[i]);
 }
 
+/* lse (B, NH, T), fp32 in every dtype. */
+static struct tensor lse3(void *data, const struct shape *s) {
+  return (struct tensor){data, DTYPE_F32, 3, {(size_t)s->B, (size_t)s->NH, (size_t)s->T}};
+}
+
 static void test_attention(const struct shape *s, enum dtype d) {
-  size_t N = (size_t)s->B * s->T, C = s->C, TT = (size_t)s->T * s->T;
-  size_t att_n = (size_t)s->B * s->NH * TT;
+  size_t N = (size_t)s->B * s->T, C = s->C, nlse = (size_t)s->B * s->NH * s->T;
   struct pair qkv = random_pair(d, N * 3 * C, 1.0f), out = random_pair(d, N * C, 1.0f);
-  struct pair att = random_pair(d, att_n, 1.0f);
-  struct tensor catt = tensor_4d(att.cpu, DTYPE_F32, s->B, s->NH, s->T, s->T);
-  struct tensor gatt = tensor_4d(att.gpu, d, s->B, s->NH, s->T, s->T);
-  nn_attention_forward(&cpu_ctx, cpu2(&out, C), catt, cpu2(&qkv, 3 * C));
-  nn_attention_forward(&gpu_ctx, gpu2(&out, C), gatt, gpu2(&qkv, 3 * C));
-  expect(s->name, "attention_forward att", &att, ATTENTION);
+  struct pair lse = random_pair(DTYPE_F32, nlse, 1.0f);
+  nn_attention_forward(&cpu_ctx, cpu2(&out, C), lse3(lse.cpu, s), cpu2(&qkv, 3 * C));
+  nn_attention_forward(&gpu_ctx, gpu2(&out, C), lse3(lse.gpu, s), gpu2(&qkv, 3 * C));
+  expect(s->name, "attention_forward lse", &lse, CLOSE);
   expect(s->name, "attention_forward out", &out, ATTENTION);
 
-  /* The backward from the CPU's att, rounded, on both sides. */
-  struct pair a = pair_of(d, att.cpu, att_n);
+  /* The backward from the CPU's out (rounded) and lse on both sides. */
+  struct pair o = pair_of(d, out.cpu, N * C), l = pair_of(DTYPE_F32, lse.cpu, nlse);
   struct pair dout = random_pair(d, N * C, 1.0f), dqkv = random_pair(d, N * 3 * C, 1.0f);
-  nn_attention_backward(&cpu_ctx, cpu2(&dqkv, 3 * C), cpu2(&dout, C), cpu2(&qkv, 3 * C),
-                        tensor_4d(a.cpu, DTYPE_F32, s->B, s->NH, s->T, s->T));
-  nn_attention_backward(&gpu_ctx, gpu2(&dqkv, 3 * C), gpu2(&dout, C), gpu2(&qkv, 3 * C),
-                        tensor_4d(a.gpu, d, s->B, s->NH, s->T, s->T));
+  nn_attention_backward(&cpu_ctx, cpu2(&dqkv, 3 * C), cpu2(&dout, C), cpu2(&qkv, 3 * C), cpu2(&o, C),
+                        lse3(l.cpu, s));
+  nn_attention_backward(&gpu_ctx, gpu2(&dqkv, 3 * C), gpu2(&dout, C), gpu2(&qkv, 3 * C), gpu2(&o, C),
+                        lse3(l.gpu, s));
   expect(s->name, "attention_backward dqkv", &dqkv, ATTENTION);
-  struct pair *all[] = {&qkv, &out, &att, &a, &dout, &dqkv};
+  struct pair *all[] = {&qkv, &out, &lse, &o, &l, &dout, &dqkv};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) release(all[i]);
 }
 
@@ -287,28 +315,27 @@ static void test_elementwise(const struct shape *s, enum dtype d) {
   release(&x);
 }
 
-static void test_crossentropy(const struct shape *s, enum dtype d) {
-  size_t N = (size_t)s->B * s->T, V = s->V;
+/* The vocabulary's V columns of rows of Vp: V + 3 rounded up to 8, as the model pads. */
+static void test_classifier(const struct shape *s, enum dtype d) {
+  size_t N = (size_t)s->B * s->T, V = s->V, Vp = (V + 3 + 7) / 8 * 8;
   int *ids = fsdp_xmalloc(N * sizeof *ids);
   void *gids = tokens(ids, N, s->V);
-  struct tensor ctargets = tensor_2d(ids, DTYPE_I32, s->B, s->T), gtargets = tensor_2d(gids, DTYPE_I32, s->B, s->T);
-  struct pair logits = random_pair(d, N * V, 3.0f), probs = random_pair(d, N * V, 1.0f);
+  struct tensor ctargets = tensor_1d(ids, DTYPE_I32, N), gtargets = tensor_1d(gids, DTYPE_I32, N);
+  struct pair logits = random_pair(d, N * Vp, 3.0f), dlogits = random_pair(d, N * Vp, 1.0f);
   struct pair losses = random_pair(DTYPE_F32, N, 1.0f); /* fp32 in every dtype */
-  nn_softmax_crossentropy_forward(&cpu_ctx, cpu2(&probs, V), cpu1(&losses), cpu2(&logits, V), ctargets);
-  nn_softmax_crossentropy_forward(&gpu_ctx, gpu2(&probs, V), gpu1(&losses), gpu2(&logits, V), gtargets);
-  expect(s->name, "softmax_crossentropy_forward probs", &probs, CLOSE);
-  expect(s->name, "softmax_crossentropy_forward losses", &losses, CLOSE);
-  /* probs may be logits: in place, as the model may call it. */
-  nn_softmax_crossentropy_forward(&cpu_ctx, cpu2(&logits, V), cpu1(&losses), cpu2(&logits, V), ctargets);
-  nn_softmax_crossentropy_forward(&gpu_ctx, gpu2(&logits, V), gpu1(&losses), gpu2(&logits, V), gtargets);
-  expect(s->name, "softmax_crossentropy_forward in place", &logits, CLOSE);
-
-  struct pair p = pair_of(d, probs.cpu, N * V), dlogits = random_pair(d, N * V, 0.01f);
   float dloss = 1.0f / (float)N;
-  nn_softmax_crossentropy_backward(&cpu_ctx, cpu2(&dlogits, V), cpu2(&p, V), ctargets, dloss);
-  nn_softmax_crossentropy_backward(&gpu_ctx, gpu2(&dlogits, V), gpu2(&p, V), gtargets, dloss);
-  expect(s->name, "softmax_crossentropy_backward", &dlogits, EXACT);
-  struct pair *all[] = {&logits, &probs, &losses, &p, &dlogits};
+  nn_classifier(&cpu_ctx, TENSOR_NONE, cpu1(&losses), cpu2(&logits, Vp), ctargets, s->V, 0.0f);
+  nn_classifier(&gpu_ctx, TENSOR_NONE, gpu1(&losses), gpu2(&logits, Vp), gtargets, s->V, 0.0f);
+  expect(s->name, "classifier losses", &losses, CLOSE);
+  nn_classifier(&cpu_ctx, cpu2(&dlogits, Vp), TENSOR_NONE, cpu2(&logits, Vp), ctargets, s->V, dloss);
+  nn_classifier(&gpu_ctx, gpu2(&dlogits, Vp), TENSOR_NONE, gpu2(&logits, Vp), gtargets, s->V, dloss);
+  expect(s->name, "classifier dlogits", &dlogits, CLOSE);
+  /* In place, as the model's backward calls it. */
+  nn_classifier(&cpu_ctx, cpu2(&logits, Vp), cpu1(&losses), cpu2(&logits, Vp), ctargets, s->V, dloss);
+  nn_classifier(&gpu_ctx, gpu2(&logits, Vp), gpu1(&losses), gpu2(&logits, Vp), gtargets, s->V, dloss);
+  expect(s->name, "classifier in place", &logits, CLOSE);
+  expect(s->name, "classifier in place losses", &losses, CLOSE);
+  struct pair *all[] = {&logits, &dlogits, &losses};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) release(all[i]);
   device_free(gpu, gids, gpu_ctx.stream);
   free(ids);
@@ -327,21 +354,33 @@ int main(void) {
   static const struct shape SHAPES[] = {
       {"even", 2, 64, 128, 4, 1024},
       {"odd", 3, 37, 15, 3, 333},
+      {"tiles", 1, 200, 256, 2, 512}, /* attention: head dim 128, four query tiles, the last partial */
   };
   static const enum dtype DTYPES[] = {DTYPE_F32, DTYPE_BF16, DTYPE_F16};
   for (size_t i = 0; i < sizeof SHAPES / sizeof SHAPES[0]; i++)
     for (size_t j = 0; j < sizeof DTYPES / sizeof DTYPES[0]; j++) {
       const struct shape *s = &SHAPES[i];
       enum dtype d = DTYPES[j];
-      test_encoder(s, d);
+      test_encoder(s, s->T / 2 + 1, d);
       test_layernorm(s, d);
       test_matmul(s, d, 3 * s->C, 1, 0);
       test_matmul(s, d, 3 * s->C, 1, 1);
       test_matmul(s, d, s->C, 0, 0);
       test_attention(s, d);
       test_elementwise(s, d);
-      test_crossentropy(s, d);
+      test_classifier(s, d);
     }
+  /* Many rows: the embedding's sort over several chunks (a token in most of them with 3
+   * tokens, mostly empty rows with GPT-2's 50257) and the column sums over several splits
+   * of rows, the last one shorter (src/nn/cuda/colsum.h). */
+  static const struct shape LONG = {"long", 3, 1500, 40, 4, 333};
+  for (size_t j = 0; j < sizeof DTYPES / sizeof DTYPES[0]; j++) {
+    test_encoder(&LONG, 3, DTYPES[j]);
+    test_encoder(&LONG, 751, DTYPES[j]);
+    test_encoder(&LONG, 50257, DTYPES[j]);
+    test_layernorm(&LONG, DTYPES[j]);
+    test_matmul(&LONG, DTYPES[j], 3 * LONG.C, 1, 0);
+  }
   stream_destroy(gpu_ctx.stream);
   stream_destroy(cpu_ctx.stream);
   device_close(gpu);

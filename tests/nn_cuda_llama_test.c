@@ -1,5 +1,5 @@
-/* Llama 3's cuda kernels (src/nn/cuda: rmsnorm, rope, swiglu, gqa_attention,
- * init_trunc_normal) against their CPU twins (src/nn/cpu), on the same inputs, with
+/* Llama 3's cuda kernels (src/nn/cuda: rmsnorm, rope, swiglu, attention (grouped-query
+ * and over a KV cache), init_trunc_normal) against their CPU twins (src/nn/cpu), on the same inputs, with
  * every layer op's tensors in fp32, bf16 and fp16 on the GPU. The CPU computes in fp32
  * on the values rounded to the dtype (as nn_compute_dtype has it); the GPU reads the
  * same 16-bit values, computes in fp32 and rounds what it stores. Backwards start from
@@ -116,6 +116,9 @@ static struct tensor cpu2(const struct operand *o, size_t cols) {
 static struct tensor gpu2(const struct operand *o, size_t cols) {
   return tensor_2d(o->gpu, o->dtype, o->n / cols, cols);
 }
+static struct tensor t3(void *data, enum dtype d, size_t d0, size_t d1, size_t d2) {
+  return (struct tensor){data, d, 3, {d0, d1, d2}};
+}
 static struct tensor cpu4(const struct operand *o, const size_t s[4]) {
   return tensor_4d(o->cpu, DTYPE_F32, s[0], s[1], s[2], s[3]);
 }
@@ -128,12 +131,12 @@ static struct tensor gpu4(const struct operand *o, const size_t s[4]) {
 static double rtol_of(enum dtype d) { return d == DTYPE_F32 ? 1e-5 : d == DTYPE_BF16 ? 0x1p-8 : 0x1p-10; }
 
 /* The GPU's o against the CPU's o->cpu, within the dtype's tolerance (above). */
-static void expect_close(const char *op, const char *tensor, const struct operand *o) {
+static void expect_within(const char *op, const char *tensor, const struct operand *o, double rtol) {
   char what[160];
   snprintf(what, sizeof what, "%s %s (%s, %zu elements)", op, tensor, dtype_name(o->dtype), o->n);
   checks++;
   float *got = download(o);
-  double max_ref = 0.0, rtol = rtol_of(o->dtype);
+  double max_ref = 0.0;
   for (size_t i = 0; i < o->n; i++) max_ref = fmax(max_ref, fabs(o->cpu[i]));
   for (size_t i = 0; i < o->n; i++) {
     double ref = o->cpu[i], err = fabs((double)got[i] - ref);
@@ -143,6 +146,17 @@ static void expect_close(const char *op, const char *tensor, const struct operan
     }
   }
   free(got);
+}
+
+static void expect_close(const char *op, const char *tensor, const struct operand *o) {
+  expect_within(op, tensor, o, rtol_of(o->dtype));
+}
+
+/* A 16-bit attention on the GPU rounds the probabilities before p @ v and dv and the
+ * scores' gradient before dq and dk, as FlashAttention does; the fp32 CPU twin rounds
+ * none of them: each weight moves its term by up to u of it, so twice the tolerance. */
+static void expect_attention(const char *op, const char *tensor, const struct operand *o) {
+  expect_within(op, tensor, o, (o->dtype == DTYPE_F32 ? 1.0 : 2.0) * rtol_of(o->dtype));
 }
 
 static void expect_same_bits(const char *op, const char *tensor, const struct operand *o) {
@@ -298,19 +312,21 @@ struct gqa_case {
 
 static void test_gqa(const struct gqa_case *g, enum dtype d) {
   size_t qs[4] = {g->B, g->T, g->NH, g->hd}, kvs[4] = {g->B, g->T, g->NKV, g->hd};
-  size_t as[4] = {g->B, g->NH, g->T, g->T};
-  size_t nq = g->B * g->T * g->NH * g->hd, nkv = g->B * g->T * g->NKV * g->hd, na = g->B * g->NH * g->T * g->T;
+  size_t nq = g->B * g->T * g->NH * g->hd, nkv = g->B * g->T * g->NKV * g->hd, nl = g->B * g->NH * g->T;
   size_t C = g->NH * g->hd;
   struct operand q = random_operand(nq, d, 1.0f), k = random_operand(nkv, d, 1.0f), v = random_operand(nkv, d, 1.0f);
-  struct operand out = output(nq, d), att = output(na, d);
-  nn_gqa_attention_forward(&cpu_ctx, cpu2(&out, C), cpu4(&att, as), cpu4(&q, qs), cpu4(&k, kvs), cpu4(&v, kvs));
-  nn_gqa_attention_forward(&gpu_ctx, gpu2(&out, C), gpu4(&att, as), gpu4(&q, qs), gpu4(&k, kvs), gpu4(&v, kvs));
-  expect_close("gqa_attention_forward", "att", &att);
-  expect_close("gqa_attention_forward", "out", &out);
+  struct operand out = output(nq, d), lse = output(nl, DTYPE_F32);
+  struct tensor clse = t3(lse.cpu, DTYPE_F32, g->B, g->NH, g->T);
+  nn_gqa_attention_forward(&cpu_ctx, cpu2(&out, C), clse, cpu4(&q, qs), cpu4(&k, kvs), cpu4(&v, kvs));
+  nn_gqa_attention_forward(&gpu_ctx, gpu2(&out, C), t3(lse.gpu, DTYPE_F32, g->B, g->NH, g->T), gpu4(&q, qs),
+                           gpu4(&k, kvs), gpu4(&v, kvs));
+  expect_close("gqa_attention_forward", "lse", &lse);
+  expect_attention("gqa_attention_forward", "out", &out);
 
-  /* Both backwards from the CPU's att, rounded to the dtype; then with dq alone absent
-   * (the key kernel still needs the query kernel's row sums), and with only dv. */
-  struct operand saved = upload(copy_of(att.cpu, na), na, d), dout = random_operand(nq, d, 1.0f);
+  /* Both backwards from the CPU's out (rounded to the dtype) and lse; then with dq alone
+   * absent, and with only dv. */
+  struct operand o = upload(copy_of(out.cpu, nq), nq, d), l = upload(copy_of(lse.cpu, nl), nl, DTYPE_F32);
+  struct operand dout = random_operand(nq, d, 1.0f);
   static const char *const CASES[] = {"all", "no dq", "dv only"};
   for (int c = 0; c < 3; c++) {
     struct operand dq = random_operand(nq, d, 0.5f), dk = random_operand(nkv, d, 0.5f),
@@ -318,20 +334,57 @@ static void test_gqa(const struct gqa_case *g, enum dtype d) {
     int has_dq = c == 0, has_dk = c < 2;
     nn_gqa_attention_backward(&cpu_ctx, has_dq ? cpu4(&dq, qs) : TENSOR_NONE, has_dk ? cpu4(&dk, kvs) : TENSOR_NONE,
                               cpu4(&dv, kvs), cpu2(&dout, C), cpu4(&q, qs), cpu4(&k, kvs), cpu4(&v, kvs),
-                              cpu4(&saved, as));
+                              cpu2(&o, C), t3(l.cpu, DTYPE_F32, g->B, g->NH, g->T));
     nn_gqa_attention_backward(&gpu_ctx, has_dq ? gpu4(&dq, qs) : TENSOR_NONE, has_dk ? gpu4(&dk, kvs) : TENSOR_NONE,
                               gpu4(&dv, kvs), gpu2(&dout, C), gpu4(&q, qs), gpu4(&k, kvs), gpu4(&v, kvs),
-                              gpu4(&saved, as));
+                              gpu2(&o, C), t3(l.gpu, DTYPE_F32, g->B, g->NH, g->T));
     char op[64];
     snprintf(op, sizeof op, "gqa_attention_backward (%s)", CASES[c]);
-    expect_close(op, "dq", &dq);
-    expect_close(op, "dk", &dk);
-    expect_close(op, "dv", &dv);
+    expect_attention(op, "dq", &dq);
+    expect_attention(op, "dk", &dk);
+    expect_attention(op, "dv", &dv);
     release(&dq);
     release(&dk);
     release(&dv);
   }
-  struct operand *all[] = {&q, &k, &v, &out, &att, &saved, &dout};
+  /* The GPU's backward twice from the same gradients: the same bits (one writer per
+   * element, no atomics). */
+  struct operand first[3] = {random_operand(nq, d, 0.5f), random_operand(nkv, d, 0.5f), random_operand(nkv, d, 0.5f)};
+  struct operand again[3];
+  for (int i = 0; i < 3; i++) again[i] = upload(copy_of(first[i].cpu, first[i].n), first[i].n, d);
+  for (int run = 0; run < 2; run++) {
+    struct operand *x = run ? again : first;
+    nn_gqa_attention_backward(&gpu_ctx, gpu4(&x[0], qs), gpu4(&x[1], kvs), gpu4(&x[2], kvs), gpu2(&dout, C),
+                              gpu4(&q, qs), gpu4(&k, kvs), gpu4(&v, kvs), gpu2(&o, C),
+                              t3(l.gpu, DTYPE_F32, g->B, g->NH, g->T));
+  }
+  static const char *const GRADS[] = {"dq", "dk", "dv"};
+  for (int i = 0; i < 3; i++) {
+    float *got = download(&first[i]);
+    memcpy(again[i].cpu, got, first[i].n * sizeof *got);
+    free(got);
+    expect_same_bits("gqa_attention_backward twice", GRADS[i], &again[i]);
+    release(&first[i]);
+    release(&again[i]);
+  }
+  struct operand *all[] = {&q, &k, &v, &out, &lse, &o, &l, &dout};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) release(all[i]);
+}
+
+/* ---- the KV-cache attention of generation ---- */
+
+/* n new queries against a cache of L positions, hd as Llama 3's. */
+static void test_cached(size_t n, size_t L, size_t NH, size_t NKV, size_t hd, enum dtype d) {
+  struct operand q = random_operand(n * NH * hd, d, 1.0f), k = random_operand(L * NKV * hd, d, 1.0f);
+  struct operand v = random_operand(L * NKV * hd, d, 1.0f), out = output(n * NH * hd, d);
+  size_t qs[3] = {n, NH, hd}, kvs[3] = {L, NKV, hd};
+  nn_cached_attention_forward(&cpu_ctx, cpu2(&out, NH * hd), t3(q.cpu, DTYPE_F32, qs[0], qs[1], qs[2]),
+                              t3(k.cpu, DTYPE_F32, kvs[0], kvs[1], kvs[2]),
+                              t3(v.cpu, DTYPE_F32, kvs[0], kvs[1], kvs[2]));
+  nn_cached_attention_forward(&gpu_ctx, gpu2(&out, NH * hd), t3(q.gpu, d, qs[0], qs[1], qs[2]),
+                              t3(k.gpu, d, kvs[0], kvs[1], kvs[2]), t3(v.gpu, d, kvs[0], kvs[1], kvs[2]));
+  expect_close("cached_attention_forward", "out", &out);
+  struct operand *all[] = {&q, &k, &v, &out};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) release(all[i]);
 }
 
@@ -373,14 +426,16 @@ int main(void) {
   gpu_ctx = (struct nn_ctx){gpu, device_stream_create(gpu, "nn_cuda_llama_test")};
   cpu_ctx = (struct nn_ctx){device_cpu(), device_host_stream_create(device_cpu(), "nn_cuda_llama_test cpu")};
 
-  /* Rows of one element to many blocks' worth; widths below a warp, odd, and Llama 8B's. */
-  static const size_t RMS[][2] = {{1, 1}, {72, 48}, {33, 257}, {130, 4096}};
+  /* Rows of one element to many blocks' worth; widths below a warp, odd, and Llama 8B's;
+   * rows enough for dweight's column sums to take many splits (src/nn/cuda/colsum.h). */
+  static const size_t RMS[][2] = {{1, 1}, {72, 48}, {33, 257}, {130, 4096}, {5000, 96}};
   /* hd 8 as the parity models; 2 (one pair); 128 as Llama 3's. */
   static const size_t ROPE[][4] = {{3, 24, 6, 8}, {2, 5, 3, 2}, {2, 37, 2, 128}};
   /* The parity models' shape; multi-head with hd not a multiple of 32; one kv head and
-   * T well past the block's 8 warps; the largest hd; a single position. */
+   * T over several tiles, the last partial (Llama 3 1B's hd); the largest hd (Llama 3
+   * 8B's) over tiles; a single position. */
   static const struct gqa_case GQA[] = {
-      {3, 24, 6, 2, 8}, {2, 37, 4, 4, 40}, {1, 300, 8, 1, 64}, {1, 17, 2, 1, 256}, {2, 1, 3, 3, 32},
+      {3, 24, 6, 2, 8}, {2, 37, 4, 4, 40}, {1, 300, 8, 1, 64}, {1, 150, 4, 2, 128}, {2, 1, 3, 3, 32},
   };
   for (size_t t = 0; t < sizeof DTYPES / sizeof DTYPES[0]; t++) {
     enum dtype d = DTYPES[t];
@@ -394,6 +449,8 @@ int main(void) {
     test_swiglu(1000, d);
     test_swiglu(65537, d);
     for (size_t i = 0; i < sizeof GQA / sizeof GQA[0]; i++) test_gqa(&GQA[i], d);
+    test_cached(1, 300, 8, 2, 64, d);
+    test_cached(5, 77, 4, 4, 128, d);
   }
   /* bound = std resamples about a third of the draws, some several times. */
   static const size_t SIZES[] = {1, 1000, 65537, (1u << 20) + 7};

@@ -143,7 +143,7 @@ def check_attention(c, kernel):
     (dqkv,) = grads(out, r["dout"], (qkv,))
     c.compare(kernel, [
         ("out", r["out"], out.detach()),
-        ("att", r["att"], att.detach()),
+        ("lse", r["lse"], torch.logsumexp(scores.masked_fill(~mask, float("-inf")), dim=-1).detach()),
         ("dqkv", r["dqkv"], r["dqkv0"] + dqkv),
     ])
 
@@ -159,19 +159,20 @@ def check_gelu(c):
     ])
 
 
-def check_crossentropy(c):
-    r = c.group("crossentropy")
-    logits, targets = leaf(r["logits"]), r["targets"].long()
-    probs = torch.softmax(logits.detach(), dim=-1)
+def check_classifier(c, kernel):
+    r = c.group(kernel)
+    V = int(r["vocab"].item())
+    logits = leaf(r["logits"][:, :V])
+    targets = r["targets"].long()
     losses = F.cross_entropy(logits, targets, reduction="none")
     dloss = r["dloss"].item()
     (dlogits,) = grads(losses, torch.full_like(losses, dloss), (logits,))
-    c.compare("crossentropy", [
-        ("probs", r["probs"], probs),
+    padded = torch.cat([dlogits, torch.zeros(dlogits.shape[0], r["logits"].shape[1] - V, dtype=dlogits.dtype)], 1)
+    c.compare(kernel, [
         ("losses", r["losses"], losses.detach()),
-        ("inplace", r["inplace"], probs),
+        ("dlogits", r["dlogits"], padded),
+        ("inplace", r["inplace"], padded),
         ("inplace_losses", r["inplace_losses"], losses.detach()),
-        ("dlogits", r["dlogits"], r["dlogits0"] + dlogits),
     ])
 
 
@@ -237,7 +238,7 @@ def check_gqa_attention(c, kernel):
     dq, dk, dv = grads(out, r["dout"], (q, k, v))
     results = [
         ("out", r["out"], out.detach()),
-        ("att", r["att"], att.detach()),
+        ("lse", r["lse"], torch.logsumexp(scores.masked_fill(~mask, float("-inf")), dim=-1).detach()),
         ("dk", r["dk"], r["dk0"] + dk),
         ("dv", r["dv"], r["dv0"] + dv),
     ]
@@ -304,8 +305,10 @@ def main():
         lambda: check_matmul(c, "matmul_nobias"),
         lambda: check_attention(c, "attention"),
         lambda: check_attention(c, "attention_long"),
+        lambda: check_attention(c, "attention_tiles"),
         lambda: check_gelu(c),
-        lambda: check_crossentropy(c),
+        lambda: check_classifier(c, "classifier"),
+        lambda: check_classifier(c, "classifier_padded"),
         lambda: check_rmsnorm(c, "rmsnorm"),
         lambda: check_rmsnorm(c, "rmsnorm_offset"),
         lambda: check_rope(c, "rope"),
@@ -315,9 +318,12 @@ def main():
         lambda: check_gqa_attention(c, "gqa_attention_mha"),
         lambda: check_gqa_attention(c, "gqa_attention_long"),
         lambda: check_gqa_attention(c, "gqa_attention_nodq"),
+        lambda: check_gqa_attention(c, "gqa_attention_tiles"),
+        lambda: check_gqa_attention(c, "gqa_attention_tiles_nodq"),
         lambda: check_cached_attention(c, "cached_attention_step"),
         lambda: check_cached_attention(c, "cached_attention_chunk"),
         lambda: check_cached_attention(c, "cached_attention_prefill"),
+        lambda: check_cached_attention(c, "cached_attention_long"),
         lambda: check_init_trunc_normal(c),
     ]
     for check in checks:

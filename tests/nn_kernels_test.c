@@ -141,21 +141,21 @@ static void test_matmul(const char *kernel, int N, int C, int OC, int with_bias)
 
 static void test_attention(const char *kernel, int B, int T, int C, int NH) {
   char name[64];
-  size_t nqkv = (size_t)B * T * 3 * C, nout = (size_t)B * T * C, natt = (size_t)B * NH * T * T;
-  float *qkv = randn(nqkv, 1.0f, 0.0f), *out = randn(nout, 1.0f, 0.0f), *att = randn(natt, 1.0f, 0.0f);
+  size_t nqkv = (size_t)B * T * 3 * C, nout = (size_t)B * T * C, nlse = (size_t)B * NH * T;
+  float *qkv = randn(nqkv, 1.0f, 0.0f), *out = randn(nout, 1.0f, 0.0f), *lse = randn(nlse, 1.0f, 0.0f);
   float *dout = randn(nout, 1.0f, 0.0f), *dqkv0 = randn(nqkv, 1.0f, 0.0f), *dqkv = copy(dqkv0, nqkv);
   float sizes[4] = {(float)B, (float)T, (float)C, (float)NH};
-  struct tensor att4 = tensor_4d(att, DTYPE_F32, (size_t)B, (size_t)NH, (size_t)T, (size_t)T);
-  nn_attention_forward(&cpu, f2(out, B * T, C), att4, f2(qkv, B * T, 3 * C));
-  nn_attention_backward(&cpu, f2(dqkv, B * T, 3 * C), f2(dout, B * T, C), f2(qkv, B * T, 3 * C), att4);
+  nn_attention_forward(&cpu, f2(out, B * T, C), f3(lse, B, NH, T), f2(qkv, B * T, 3 * C));
+  nn_attention_backward(&cpu, f2(dqkv, B * T, 3 * C), f2(dout, B * T, C), f2(qkv, B * T, 3 * C), f2(out, B * T, C),
+                        f3(lse, B, NH, T));
   W(sizes, DIMS(4));
   W(qkv, DIMS(B, T, 3 * C));
   W(out, DIMS(B, T, C));
-  W(att, DIMS(B, NH, T, T));
+  W(lse, DIMS(B, NH, T));
   W(dout, DIMS(B, T, C));
   W(dqkv0, DIMS(B, T, 3 * C));
   W(dqkv, DIMS(B, T, 3 * C));
-  free(qkv), free(out), free(att), free(dout), free(dqkv0), free(dqkv);
+  free(qkv), free(out), free(lse), free(dout), free(dqkv0), free(dqkv);
 }
 
 static void test_gelu(int N) {
@@ -174,33 +174,36 @@ static void test_gelu(int N) {
   free(inp), free(out), free(dout), free(dinp0), free(dinp);
 }
 
-/* Also runs the forward in place (probs == logits), the way the model calls it. */
-static void test_crossentropy(int N, int V) {
-  const char *kernel = "crossentropy";
+/* The fused classifier on rows of Vp logits whose last Vp - V columns are padding, set
+ * far above the rest (were they in the softmax, they would take all of it): the losses
+ * alone (the model's forward), dlogits into another buffer, and both in place (the
+ * model's backward). */
+static void test_classifier(const char *kernel, int N, int V, int Vp) {
   char name[64];
-  size_t n = (size_t)N * V;
+  size_t n = (size_t)N * Vp;
   /* Scale 10 gives near-one-hot rows, where an unstable softmax overflows. */
-  float *logits = randn(n, 10.0f, 0.0f), *probs = randn(n, 1.0f, 0.0f), *losses = randn((size_t)N, 1.0f, 0.0f);
+  float *logits = randn(n, 10.0f, 0.0f), *losses = randn((size_t)N, 1.0f, 0.0f), *dlogits = randn(n, 1.0f, 0.0f);
+  for (size_t i = 0; i < n; i++)
+    if ((int)(i % (size_t)Vp) >= V) logits[i] = 1000.0f;
   float *inplace = copy(logits, n), *inplace_losses = randn((size_t)N, 1.0f, 0.0f);
   int *targets = randint((size_t)N, V);
-  float *dlogits0 = randn(n, 1.0f, 0.0f), *dlogits = copy(dlogits0, n);
-  float dloss[1] = {1.0f / (float)N};
+  float dloss[1] = {1.0f / (float)N}, vocab[1] = {(float)V};
   struct tensor target_ids = tensor_1d(targets, DTYPE_I32, (size_t)N);
-  nn_softmax_crossentropy_forward(&cpu, f2(probs, N, V), f1(losses, N), f2(logits, N, V), target_ids);
-  nn_softmax_crossentropy_forward(&cpu, f2(inplace, N, V), f1(inplace_losses, N), f2(inplace, N, V), target_ids);
-  nn_softmax_crossentropy_backward(&cpu, f2(dlogits, N, V), f2(probs, N, V), target_ids, dloss[0]);
-  W(logits, DIMS(N, V));
-  tensor_file_write_ints(out_file, "crossentropy/targets", targets, DIMS(N));
-  W(probs, DIMS(N, V));
-  W(losses, DIMS(N));
-  W(inplace, DIMS(N, V));
-  W(inplace_losses, DIMS(N));
+  nn_classifier(&cpu, TENSOR_NONE, f1(losses, N), f2(logits, N, Vp), target_ids, V, 0.0f);
+  nn_classifier(&cpu, f2(dlogits, N, Vp), TENSOR_NONE, f2(logits, N, Vp), target_ids, V, dloss[0]);
+  nn_classifier(&cpu, f2(inplace, N, Vp), f1(inplace_losses, N), f2(inplace, N, Vp), target_ids, V, dloss[0]);
+  W(logits, DIMS(N, Vp));
+  snprintf(name, sizeof name, "%s/targets", kernel);
+  tensor_file_write_ints(out_file, name, targets, DIMS(N));
+  W(vocab, DIMS(1));
   W(dloss, DIMS(1));
-  W(dlogits0, DIMS(N, V));
-  W(dlogits, DIMS(N, V));
-  free(logits), free(probs), free(losses), free(inplace), free(inplace_losses), free(targets);
-  free(dlogits0), free(dlogits);
+  W(losses, DIMS(N));
+  W(dlogits, DIMS(N, Vp));
+  W(inplace, DIMS(N, Vp));
+  W(inplace_losses, DIMS(N));
+  free(logits), free(losses), free(dlogits), free(inplace), free(inplace_losses), free(targets);
 }
+
 static void test_rmsnorm(const char *kernel, int N, int C, float shift, float eps) {
   char name[64];
   size_t n = (size_t)N * C;
@@ -278,23 +281,22 @@ static void test_swiglu(int N, int F) {
 /* with_dq = 0 passes TENSOR_NONE for dq: dk and dv must come out the same. */
 static void test_gqa_attention(const char *kernel, int B, int T, int NH, int NKV, int hd, int with_dq) {
   char name[64];
-  size_t nq = (size_t)B * T * NH * hd, nkv = (size_t)B * T * NKV * hd, natt = (size_t)B * NH * T * T;
+  size_t nq = (size_t)B * T * NH * hd, nkv = (size_t)B * T * NKV * hd, nlse = (size_t)B * NH * T;
   float *q = randn(nq, 1.0f, 0.0f), *k = randn(nkv, 1.0f, 0.0f), *v = randn(nkv, 1.0f, 0.0f);
-  float *out = randn(nq, 1.0f, 0.0f), *att = randn(natt, 1.0f, 0.0f), *dout = randn(nq, 1.0f, 0.0f);
+  float *out = randn(nq, 1.0f, 0.0f), *lse = randn(nlse, 1.0f, 0.0f), *dout = randn(nq, 1.0f, 0.0f);
   float *dq0 = randn(nq, 1.0f, 0.0f), *dk0 = randn(nkv, 1.0f, 0.0f), *dv0 = randn(nkv, 1.0f, 0.0f);
   float *dq = copy(dq0, nq), *dk = copy(dk0, nkv), *dv = copy(dv0, nkv);
   struct tensor q4 = tensor_4d(q, DTYPE_F32, (size_t)B, (size_t)T, (size_t)NH, (size_t)hd);
   struct tensor k4 = tensor_4d(k, DTYPE_F32, (size_t)B, (size_t)T, (size_t)NKV, (size_t)hd);
   struct tensor v4 = tensor_4d(v, DTYPE_F32, (size_t)B, (size_t)T, (size_t)NKV, (size_t)hd);
-  struct tensor att4 = tensor_4d(att, DTYPE_F32, (size_t)B, (size_t)NH, (size_t)T, (size_t)T);
-  nn_gqa_attention_forward(&cpu, f2(out, B * T, NH * hd), att4, q4, k4, v4);
+  nn_gqa_attention_forward(&cpu, f2(out, B * T, NH * hd), f3(lse, B, NH, T), q4, k4, v4);
   nn_gqa_attention_backward(&cpu, with_dq ? f1(dq, (int)nq) : TENSOR_NONE, f1(dk, (int)nkv), f1(dv, (int)nkv),
-                            f2(dout, B * T, NH * hd), q4, k4, v4, att4);
+                            f2(dout, B * T, NH * hd), q4, k4, v4, f2(out, B * T, NH * hd), f3(lse, B, NH, T));
   W(q, DIMS(B, T, NH, hd));
   W(k, DIMS(B, T, NKV, hd));
   W(v, DIMS(B, T, NKV, hd));
   W(out, DIMS(B, T, NH * hd));
-  W(att, DIMS(B, NH, T, T));
+  W(lse, DIMS(B, NH, T));
   W(dout, DIMS(B, T, NH * hd));
   if (with_dq) {
     W(dq0, DIMS(B, T, NH, hd));
@@ -304,7 +306,7 @@ static void test_gqa_attention(const char *kernel, int B, int T, int NH, int NKV
   W(dv0, DIMS(B, T, NKV, hd));
   W(dk, DIMS(B, T, NKV, hd));
   W(dv, DIMS(B, T, NKV, hd));
-  free(q), free(k), free(v), free(out), free(att), free(dout), free(dq0), free(dk0), free(dv0);
+  free(q), free(k), free(v), free(out), free(lse), free(dout), free(dq0), free(dk0), free(dv0);
   free(dq), free(dk), free(dv);
 }
 /* n new queries against a cache of L positions (the new ones last). */
@@ -352,8 +354,10 @@ int main(int argc, char **argv) {
   test_matmul("matmul_nobias", B * T, C, OC, 0);
   test_attention("attention", B, T, C, NH);
   test_attention("attention_long", 3, 37, 30, 5);
+  test_attention("attention_tiles", 2, 150, 32, 2); /* three tiles, the last partial */
   test_gelu(B * T * 4 * C);
-  test_crossentropy(B * T, V);
+  test_classifier("classifier", B * T, V, V);
+  test_classifier("classifier_padded", B * T, V - 5, V + 3);
   /* 131 columns: three blocks of the weight gradient, the last one short. An offset of
    * 40 makes every row's mean square large next to its spread. */
   test_rmsnorm("rmsnorm", B * T, 131, 0.0f, 1e-5f);
@@ -367,10 +371,13 @@ int main(int argc, char **argv) {
   test_gqa_attention("gqa_attention", B, T, 6, 2, 5, 1);
   test_gqa_attention("gqa_attention_mha", B, T, NH, NH, 4, 1);
   test_gqa_attention("gqa_attention_long", 3, 37, 8, 2, 7, 1);
+  test_gqa_attention("gqa_attention_tiles", 1, 135, 4, 2, 16, 1);
+  test_gqa_attention("gqa_attention_tiles_nodq", 1, 135, 4, 1, 16, 0);
   test_gqa_attention("gqa_attention_nodq", B, T, 6, 3, 5, 0);
   test_cached_attention("cached_attention_step", 1, 9, 6, 2, 5);
   test_cached_attention("cached_attention_chunk", 4, 13, 6, 3, 4);
   test_cached_attention("cached_attention_prefill", 7, 7, 4, 4, 8);
+  test_cached_attention("cached_attention_long", 3, 140, 4, 2, 16);
   /* Bounds of 2 std: one value in 22 is redrawn. */
   test_init_trunc_normal(20000, 0.5f, 1.0f);
   tensor_file_close(out_file);

@@ -1,8 +1,11 @@
 /* Writes what the PyTorch parity checks (tools/parity.py, through gpt2_parity_check.py
  * and llama_parity_check.py) compare: the model's config, the initial weights, the
  * batches, the logits, loss and every gradient of the first batch, then the losses and
- * grad norms of 10 clipped AdamW steps. With a 16-bit PARAM_DTYPE the model gathers and
- * computes from parameters rounded to it. MODEL is one of tests/test_models.h's.
+ * grad norms of 10 clipped AdamW steps. With a 16-bit PARAM_DTYPE the model gathers its
+ * parameters rounded to it and computes in it (nn_compute_dtype), fp32 master weights;
+ * then it also writes every step's gradients ("step<s>.grad.<name>" from step 1 on) and
+ * the master weights after the last step ("final.<name>"), so that the check can follow
+ * each step from fsdp.c's own gradients (tools/parity.py says why). MODEL is one of tests/test_models.h's.
  *
  * With `train` and the flags of `fsdp train` instead, it writes what a PyTorch run of
  * that training needs to start where `fsdp train` starts (tools/llama_train_torch.py):
@@ -26,6 +29,8 @@
 #include "test_models.h"
 
 enum { STEPS = 10, B = 3, T = TEST_MODEL_SEQ };
+/* Tokens per chunk of the loss: its 72 tokens in 8 chunks, the last of 2 (decoder_loss.c). */
+enum { LOSS_CHUNK = 10 };
 static const struct adamw_config ADAMW = {.lr = 3e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f};
 static const float GRAD_CLIP = 1.0f;
 static const uint64_t SEED = 4321;
@@ -53,13 +58,36 @@ static void write_config(FILE *f, const struct model_config *c, const struct ada
   tensor_file_write(f, "train", train, 1, (int[]){sizeof train / sizeof train[0]});
 }
 
-static void write_weights(FILE *f, struct fsdp_model *m) {
+/* The fp32 master weights, each name after prefix. */
+static void write_weights(FILE *f, struct fsdp_model *m, const char *prefix) {
   for (int i = 0; i < m->n_units; i++) {
     float *flat = malloc(m->units[i]->layout.numel * sizeof(float));
     fsdp_unit_gather_params(m->units[i], flat);
-    write_unit(f, m->units[i], "", flat);
+    write_unit(f, m->units[i], prefix, flat);
     free(flat);
   }
+}
+
+/* One rank: each unit's gradient shard is its whole flat gradient. */
+static void write_grads(FILE *f, struct fsdp_model *m, const char *prefix) {
+  for (int i = 0; i < m->n_units; i++) write_unit(f, m->units[i], prefix, m->units[i]->grad_shard);
+}
+
+/* The first batch's logits, which the model keeps in its compute dtype, in rows of the
+ * padded vocabulary (fsdp/decoder.h): the vocabulary's columns, widened to fp32 (exactly)
+ * for the file. */
+static void write_logits(FILE *f, const struct decoder *d, int V) {
+  size_t n = (size_t)B * T * (size_t)V, Vp = (size_t)d->vocab_padded;
+  float *logits = malloc(n * sizeof(float));
+  for (size_t row = 0; row < (size_t)B * T; row++) {
+    const void *src = (const char *)d->logits + row * Vp * dtype_size(d->dtype);
+    if (d->dtype == DTYPE_F32)
+      memcpy(logits + row * V, src, (size_t)V * sizeof(float));
+    else
+      dtype_unpack(d->dtype, src, logits + row * V, (size_t)V);
+  }
+  tensor_file_write(f, "logits", logits, 3, (int[]){B, T, V});
+  free(logits);
 }
 
 /* argv: "train" and fsdp train's flags. */
@@ -82,7 +110,7 @@ static void dump_training(const char *path, int argc, char **argv) {
   write_config(out, &o.config, &adamw, o.grad_clip, o.mp.param_dtype);
   float schedule[] = {o.min_lr, (float)o.warmup, (float)o.steps};
   tensor_file_write(out, "schedule", schedule, 1, (int[]){3});
-  write_weights(out, &m);
+  write_weights(out, &m, "");
 
   struct token_data data;
   struct token_split train, val;
@@ -124,10 +152,11 @@ int main(int argc, char **argv) {
   fsdp_model_wrap(&m, &FSDP_WRAP_DEFAULT);
   struct decoder *d = model; /* every family's struct starts with its decoder */
   d->keep_logits = 1;
+  d->loss_chunk = LOSS_CHUNK;
   fsdp_model_init_params(&m, SEED);
 
   write_config(out, config, &ADAMW, GRAD_CLIP, dtype);
-  write_weights(out, &m);
+  write_weights(out, &m, "");
 
   int *inputs = malloc(STEPS * B * T * sizeof(int)), *targets = malloc(STEPS * B * T * sizeof(int));
   for (int i = 0; i < STEPS * B * T; i++) {
@@ -140,16 +169,20 @@ int main(int argc, char **argv) {
   float losses[STEPS], grad_norms[STEPS];
   for (int step = 0; step < STEPS; step++) {
     losses[step] = tm->family->forward(model, inputs + step * B * T, targets + step * B * T);
-    if (step == 0) tensor_file_write(out, "logits", d->logits, 3, (int[]){B, T, config->vocab_size});
+    if (step == 0) write_logits(out, d, config->vocab_size);
     tm->family->backward(model, 1.0f);
     grad_norms[step] = (float)fsdp_model_grad_norm(&m);
     if (step == 0) {
-      /* One rank: each unit's gradient shard is its whole flat gradient. */
-      for (int i = 0; i < m.n_units; i++) write_unit(out, m.units[i], "grad.", m.units[i]->grad_shard);
+      write_grads(out, &m, "grad.");
+    } else if (dtype != DTYPE_F32) {
+      char prefix[32];
+      snprintf(prefix, sizeof prefix, "step%d.grad.", step);
+      write_grads(out, &m, prefix);
     }
     fsdp_model_clip_grads(&m, grad_norms[step], GRAD_CLIP);
     fsdp_model_adamw_step(&m, &ADAMW, step + 1);
   }
+  if (dtype != DTYPE_F32) write_weights(out, &m, "final.");
   tensor_file_write(out, "losses", losses, 1, (int[]){STEPS});
   tensor_file_write(out, "grad_norms", grad_norms, 1, (int[]){STEPS});
   tensor_file_close(out);

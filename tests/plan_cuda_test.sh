@@ -12,8 +12,9 @@
 #                                       bf16: 2 s, as the gather's fp32 shard copy of 4 s
 #                                       then sets the peak instead of its bf16 one of 2 s)
 # And every strategy and reduce dtype plans GPT-2 and Llama 3 in bf16, with and without
-# offload, per block: the bf16 unsharded parameters exactly half of what the CPU's bf16
-# plan gathers (the CPU computes in fp32 from the rounded values: the same units, 4 bytes).
+# offload, per block: the bf16 unsharded parameters exactly what the CPU's bf16 plan
+# gathers (both compute in bf16, the same units), half of the CPU's fp32 plan (full and
+# grad-op; an fp32 model without sharding gathers nothing).
 # Usage: plan_cuda_test.sh path/to/fsdp PYTHON
 FSDP=${1:?usage: plan_cuda_test.sh path/to/fsdp PYTHON}
 PYTHON=${2:?usage: plan_cuda_test.sh path/to/fsdp PYTHON}
@@ -62,6 +63,7 @@ for model in gpt2 llama; do
       done
     done
     DEVICE=cpu plan "block-$model-$sharding-cpu" $flags --world-size 2 --sharding $sharding --param-dtype bf16
+    DEVICE=cpu plan "block-$model-$sharding-cpu-fp32" $flags --world-size 2 --sharding $sharding
   done
 done
 
@@ -107,19 +109,22 @@ for w in (2, 4):
               f"offloaded, host {off['host_total_peak_bytes']}")
 for model in ("gpt2", "llama"):
     for sharding in ("full", "grad-op", "none"):
-        fp32 = load(f"block-{model}-{sharding}-cpu")["peak_bytes"]["unsharded_params"]
+        cpu = load(f"block-{model}-{sharding}-cpu")["peak_bytes"]["unsharded_params"]
+        fp32 = load(f"block-{model}-{sharding}-cpu-fp32")["peak_bytes"]["unsharded_params"]
+        if sharding != "none":  # fp32 without sharding gathers nothing: the shard is the parameter
+            expect(f"{model} {sharding}: the cpu's bf16 unsharded_params", 2 * cpu, fp32)
         for rd in ("fp32", "bf16"):
             if sharding == "none" and rd == "bf16":
                 continue
             for offload in ("none", "cpu"):
                 plan = load(f"block-{model}-{sharding}-{rd}-{offload}")
                 expect(f"{model} {sharding} bf16/{rd} offload {offload}: unsharded_params",
-                       2 * plan["peak_bytes"]["unsharded_params"], fp32)
+                       plan["peak_bytes"]["unsharded_params"], cpu)
                 host = sum(plan["host_peak_bytes"][c] for c in STATE)
                 gpu = sum(plan["peak_bytes"][c] for c in STATE)
                 what = f"{model} {sharding} bf16/{rd} offload {offload}: state"
                 expect(f"{what} on the GPU", gpu == 0, offload == "cpu")
                 expect(f"{what} on the host", host == 0, offload == "none")
-        print(f"ok {model} {sharding}: bf16 unsharded params {fp32 // 2} bytes, the CPU's fp32 {fp32}")
+        print(f"ok {model} {sharding}: bf16 unsharded params {cpu} bytes on the GPU and the CPU, fp32 {fp32}")
 sys.exit(1 if failures else 0)
 PY

@@ -51,6 +51,9 @@ for w in 1 2 4; do
   check "$w" "$LLAMA"
   check "$w" "$LLAMA" --sharding grad-op --ac every:2 --param-dtype bf16
 done
+# A vocabulary off the loss's padding to 128 (src/models/decoder_loss.c): the padded copies of
+# the head and its gradient are planned too.
+check 2 "$GPT2" --vocab-size 300 --param-dtype bf16
 
 "$PYTHON" - "$tmp" "$n" <<'PY'
 import json, sys, os

@@ -3,6 +3,13 @@ import torch
 
 
 class FsdpModule(torch.nn.Module):
+    def compute_in(self, contract):
+        """Computes under contract (dtype_contract.py) from now on: every module that
+        rounds by one holds it as its `contract`."""
+        for m in self.modules():
+            if hasattr(m, "contract"):
+                m.contract = contract
+
     def optimizer(self, lr, betas, eps, weight_decay, params=None):
         """AdamW decaying matrices only, as fsdp.c does; params: other tensors in
         the order of self.parameters() (fp32 master copies) to optimize instead."""

@@ -1,11 +1,14 @@
 """GPT-2 in PyTorch with the same parameter names, layout and initialisation
 rules as fsdp.c's src/models/gpt2.c: the oracle of the parity test and the
-baseline of the benchmarks."""
+baseline of the benchmarks. It computes in fp32, or under fsdp.c's 16-bit dtype
+contract (compute_in, dtype_contract.py), each stored value rounded where fsdp.c
+rounds it."""
 import math
 
 import torch
 import torch.nn.functional as F
 
+from dtype_contract import FP32
 from fsdp_module import FsdpModule
 
 
@@ -20,21 +23,29 @@ class Block(torch.nn.Module):
         self.ln2 = torch.nn.LayerNorm(C)
         self.fc = torch.nn.Linear(C, 4 * C)
         self.mlp_proj = torch.nn.Linear(4 * C, C)
+        self.contract = FP32
 
     def attention(self, x):
         B, T, C = x.shape
         hs = C // self.n_head
-        q, k, v = self.qkv(x).split(C, dim=2)
+        c = self.contract
+        q, k, v = c.store(self.qkv(x)).split(C, dim=2)
         q, k, v = (t.view(B, T, self.n_head, hs).transpose(1, 2) for t in (q, k, v))
-        scores = (q @ k.transpose(-2, -1)) / math.sqrt(hs)
-        mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
-        att = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).reshape(B, T, C)
-        return self.attn_proj(y)
+        if c.fused:
+            y = c.attention(q, k, v)
+        else:
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(hs)
+            mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+            att = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+            y = att @ v
+        y = c.store(y.transpose(1, 2).reshape(B, T, C))
+        return c.store(self.attn_proj(y))
 
     def forward(self, x):
-        x = x + self.attention(self.ln1(x))
-        return x + self.mlp_proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+        c = self.contract
+        x = c.store(x + self.attention(c.store(self.ln1(x))))
+        h = c.store(F.gelu(c.store(self.fc(c.store(self.ln2(x)))), approximate="tanh"))
+        return c.store(x + c.store(self.mlp_proj(h)))
 
 
 class GPT2(FsdpModule):
@@ -45,6 +56,7 @@ class GPT2(FsdpModule):
         self.blocks = torch.nn.ModuleList(Block(n_embd, n_head) for _ in range(n_layer))
         self.lnf = torch.nn.LayerNorm(n_embd)
         self.n_layer = n_layer
+        self.contract = FP32
         self.init_like_nanogpt()
 
     def init_like_nanogpt(self):
@@ -59,11 +71,13 @@ class GPT2(FsdpModule):
 
     def forward(self, idx, targets):
         B, T = idx.shape
-        x = self.wte[idx] + self.wpe[:T]
+        c = self.contract
+        x = c.store(self.wte[idx] + self.wpe[:T])
         for block in self.blocks:
             x = block(x)
-        logits = self.lnf(x) @ self.wte.t()
-        loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T))
+        logits = c.store(c.store(self.lnf(x)) @ self.wte.t())
+        cross_entropy = c.cross_entropy if c.fused else F.cross_entropy
+        loss = cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T))
         return logits, loss
 
     def fsdp_named_parameters(self):

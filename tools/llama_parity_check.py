@@ -35,11 +35,26 @@ def check_init(parity, model):
             parity.failures.append(f"init {name}: {what}, not torchtitan's {rule}")
 
 
+def rounding_chain(n_layer):
+    """The most 16-bit roundings on the way to the logits, and to a gradient (parity.py):
+    forward, the embedding's rows, then in each block the attention norm, q, q rotated,
+    attention's out, wo's output, the residual, the FFN norm, the gate, SwiGLU, w2's
+    output and the residual (11), then the final norm and the logits; backward, the
+    probabilities, the logits' gradient, the final norm's input gradient and the
+    residual's, then in each block the gradients of SwiGLU's output and the gate, the
+    FFN norm's output (w1's and w3's products added to it, a rounding each), the residual
+    (added to), attention's out, q, q before RoPE, the attention norm's output (wq's, wk's
+    and wv's added) and the residual again (12), and last a tied embedding's gradient,
+    rounded twice (the head's product, then the lookup's rows)."""
+    forward = 1 + 11 * n_layer + 2
+    return forward, forward + 4 + 12 * n_layer + 2
+
+
 def main(path):
     parity = Parity(path)
     model = Llama(parity.config)
     check_init(parity, model)
-    parity.run(model)
+    parity.run(model, rounding_chain(parity.config["n_layer"]))
     return parity.finish("llama3")
 
 

@@ -2,12 +2,16 @@
 (RMSNorm in float32, rotate-half RoPE with Llama 3.1's frequency scaling, grouped-query
 attention through repeat_kv, a SwiGLU MLP, no biases, the head tied or not) under
 torchtitan's module names, which fsdp.c's src/models/llama.c dumps its parameters with;
-and torchtitan's initialisation rules. The oracle of the Llama parity test."""
+and torchtitan's initialisation rules. The oracle of the Llama parity test. It computes in
+fp32, or under fsdp.c's 16-bit dtype contract (compute_in, dtype_contract.py), each stored
+value rounded where fsdp.c rounds it: then RMSNorm rounds once (fsdp.c's kernel), not twice
+as transformers' does."""
 import math
 
 import torch
 import torch.nn.functional as F
 
+from dtype_contract import FP32
 from fsdp_module import FsdpModule
 
 
@@ -53,10 +57,11 @@ class RMSNorm(torch.nn.Module):
         super().__init__()
         self.weight = torch.nn.Parameter(torch.ones(dim))
         self.eps = eps
+        self.contract = FP32
 
     def forward(self, x):
         variance = x.float().pow(2).mean(-1, keepdim=True)
-        return self.weight * (x.float() * torch.rsqrt(variance + self.eps)).to(x.dtype)
+        return self.contract.store(self.weight * (x.float() * torch.rsqrt(variance + self.eps)).to(x.dtype))
 
 
 class Attention(torch.nn.Module):
@@ -67,23 +72,30 @@ class Attention(torch.nn.Module):
         self.wk = torch.nn.Linear(dim, n_kv_head * self.hd, bias=False)
         self.wv = torch.nn.Linear(dim, n_kv_head * self.hd, bias=False)
         self.wo = torch.nn.Linear(n_head * self.hd, dim, bias=False)
+        self.contract = FP32
 
     def rotated_qkv(self, x, rope):
         """q, k and v as (B, heads, T, hd), q and k rotated."""
         B, T, _ = x.shape
-        q = self.wq(x).view(B, T, self.n_head, self.hd).transpose(1, 2)
-        k = self.wk(x).view(B, T, self.n_kv_head, self.hd).transpose(1, 2)
-        v = self.wv(x).view(B, T, self.n_kv_head, self.hd).transpose(1, 2)
-        return apply_rope(q, rope), apply_rope(k, rope), v
+        c = self.contract
+        q = c.store(self.wq(x)).view(B, T, self.n_head, self.hd).transpose(1, 2)
+        k = c.store(self.wk(x)).view(B, T, self.n_kv_head, self.hd).transpose(1, 2)
+        v = c.store(self.wv(x)).view(B, T, self.n_kv_head, self.hd).transpose(1, 2)
+        return c.store(apply_rope(q, rope)), c.store(apply_rope(k, rope)), v
 
     def forward(self, x, rope):
         B, T, _ = x.shape
+        c = self.contract
         q, k, v = self.rotated_qkv(x, rope)
         k, v = repeat_kv(k, self.n_head // self.n_kv_head), repeat_kv(v, self.n_head // self.n_kv_head)
-        scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.hd)
-        mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
-        att = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
-        return self.wo((att @ v).transpose(1, 2).reshape(B, T, -1))
+        if c.fused:
+            y = c.attention(q, k, v)
+        else:
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.hd)
+            mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+            att = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+            y = att @ v
+        return c.store(self.wo(c.store(y.transpose(1, 2).reshape(B, T, -1))))
 
 
 class FeedForward(torch.nn.Module):
@@ -92,9 +104,11 @@ class FeedForward(torch.nn.Module):
         self.w1 = torch.nn.Linear(dim, hidden, bias=False)  # gate
         self.w2 = torch.nn.Linear(hidden, dim, bias=False)  # down
         self.w3 = torch.nn.Linear(dim, hidden, bias=False)  # up
+        self.contract = FP32
 
     def forward(self, x):
-        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+        c = self.contract
+        return c.store(self.w2(c.store(F.silu(c.store(self.w1(x))) * c.store(self.w3(x)))))
 
 
 class Block(torch.nn.Module):
@@ -104,10 +118,12 @@ class Block(torch.nn.Module):
         self.attention = Attention(c["n_embd"], c["n_head"], c["n_kv_head"])
         self.ffn_norm = RMSNorm(c["n_embd"], c["norm_eps"])
         self.feed_forward = FeedForward(c["n_embd"], c["ffn_hidden"])
+        self.contract = FP32
 
     def forward(self, x, rope):
-        h = x + self.attention(self.attention_norm(x), rope)
-        return h + self.feed_forward(self.ffn_norm(h))
+        c = self.contract
+        h = c.store(x + self.attention(self.attention_norm(x), rope))
+        return c.store(h + self.feed_forward(self.ffn_norm(h)))
 
 
 class Llama(FsdpModule):
@@ -122,14 +138,18 @@ class Llama(FsdpModule):
         rope = llama_rope_table(c["max_seq_len"], c["n_embd"] // c["n_head"], c["rope_theta"], c["rope_factor"],
                                 c["rope_low_freq_factor"], c["rope_high_freq_factor"], c["rope_original_max_seq_len"])
         self.register_buffer("rope", rope.float())
+        self.contract = FP32
 
     def forward(self, idx, targets):
-        x = self.tok_embeddings(idx)
+        c = self.contract
+        x = c.store(self.tok_embeddings(idx))
+        rope = c.constant(self.rope)
         for block in self.layers:
-            x = block(x, self.rope)
+            x = block(x, rope)
         head = self.tok_embeddings.weight if self.output is None else self.output.weight
-        logits = self.norm(x) @ head.t()
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+        logits = c.store(self.norm(x) @ head.t())
+        cross_entropy = c.cross_entropy if c.fused else F.cross_entropy
+        loss = cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
         return logits, loss
 
     def fsdp_named_parameters(self):

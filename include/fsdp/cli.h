@@ -69,6 +69,7 @@ struct train_options {
   float comm_timeout;          /* seconds a collective may take before the watchdog ends the job */
   int mesh_replicate, mesh_shard; /* HSDP's mesh (R, S), R·S = W; 0, 0: (1, W) */
   int ranks_per_node;          /* plan only: for the traffic within and between nodes; 0: S */
+  float peak_gflops;           /* train only: a rank's peak for the MFU; 0: measured (cpu) or unknown */
 };
 
 /* train and plan take the same model, batch and sharding flags; plan adds
@@ -137,6 +138,7 @@ void token_split_batch(const struct token_split *s, uint64_t seed, uint64_t batc
 struct step_metrics {
   int step, steps;
   double loss, grad_norm, lr, step_ms, tokens_per_s;
+  double gflops, mfu;        /* the step's model FLOPs (all ranks) per second, over the peak (NAN: unknown) */
   /* comm_ms: the all-gather, reduce-scatter and (HSDP) replicate streams' busy time,
    * added up; exposed_comm_ms: the compute thread's time blocked waiting for them. */
   double comm_ms, all_gather_ms, reduce_scatter_ms, replicate_ms, exposed_comm_ms;

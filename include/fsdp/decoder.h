@@ -29,17 +29,23 @@ struct decoder {
 
   int *inputs, *targets;  /* (B, T) int32 on the device, the last batch */
   void *encoded;          /* (N, C): the embeddings, the first block's input */
-  void *logits;           /* (N, V): freed once the loss is computed, unless keep_logits */
-  int keep_logits;        /* 1: the logits stay until the backward or the next forward */
-  void *probs;            /* (N, V) */
+  /* The logits' rows are vocab_padded wide, the vocabulary rounded up to
+   * DECODER_VOCAB_ALIGN, so that the head's products run on aligned rows (a GPU's fast
+   * GEMMs need rows of a multiple of 8 elements); the columns past the vocabulary are
+   * outside the softmax, have no gradient, and are never seen outside the loss. */
+  int vocab_padded;
+  int loss_chunk;         /* tokens per chunk of the loss; 0: decoder_loss_chunk's default */
+  void *logits;           /* (loss chunk, vocab_padded) during the loss; (N, vocab_padded) kept with keep_logits */
+  int keep_logits;        /* 1: the forward's logits of all N tokens stay until the backward or the next forward */
   void *losses;           /* (N) fp32 */
   double *loss_sum;       /* on the device: the sum of losses, for mean_loss */
   float mean_loss;        /* this rank's mean over its B * T tokens (0 on the meta device) */
   /* The gradient of the residual stream at the current depth, (N, C), from the final
    * norm's backward to the embeddings'. */
   void *d_residual;
-  void *d_logits;         /* (N, V) */
 };
+
+enum { DECODER_VOCAB_ALIGN = 128 };
 
 /* A family's block: its saved activations (at most DECODER_MAX_BUFFERS of them, the
  * output last, each of the given bytes: decoder_bytes or decoder_stats_bytes), its forward
@@ -89,9 +95,11 @@ void decoder_release(const struct decoder *d, void **buffer);
 /* Releases each of buffers[0 .. n). */
 void decoder_release_all(const struct decoder *d, void **const buffers[], size_t n);
 void decoder_zero(const struct decoder *d, void *buffer, size_t elements);
-/* (N, cols) in the compute dtype; (N) statistics in fp32; the tokens (B, T) in int32. */
+/* (N, cols) in the compute dtype; (N) statistics in fp32; attention's log-sum-exp
+ * (B, n_head, T) in fp32; the tokens (B, T) in int32. */
 struct tensor decoder_act2(const struct decoder *d, void *data, size_t cols);
 struct tensor decoder_stats(const struct decoder *d, void *data);
+struct tensor decoder_lse(const struct decoder *d, void *data);
 struct tensor decoder_tokens(const struct decoder *d, int *data);
 
 /* Copies a batch (host token ids) to the device. */
@@ -99,12 +107,17 @@ void decoder_load_batch(struct decoder *d, const int *inputs, const int *targets
 /* Every block's forward from encoded, each between its unit's hooks; returns the last
  * block's output. A checkpointed block keeps only its output. */
 void *decoder_blocks_forward(struct decoder *d, const struct decoder_block *block);
-/* logits = final @ head^T, probs and losses; the logits go unless keep_logits. */
+/* The loss, a chunk of tokens at a time (decoder_loss.c): logits = final @ head^T, then
+ * the per-token losses; the logits go unless keep_logits. */
 void decoder_loss_forward(struct decoder *d, struct tensor head, void *final);
+/* The tokens of a chunk of the loss: loss_chunk, or as many as keep a chunk's logits within
+ * 2^26 elements; at most N. */
+size_t decoder_loss_chunk(const struct decoder *d);
 /* mean_loss from losses: the forward's end, after the output's post-forward. */
 void decoder_mean_loss(struct decoder *d);
 /* The backward of the loss, loss_scale times the mean over the N tokens, through the
- * head (accumulating into dhead); returns dL/d(final), (N, C), for the family to release. */
+ * head (accumulating into dhead), a chunk at a time from the chunk's logits computed
+ * again; returns dL/d(final), (N, C), for the family to release. */
 void *decoder_loss_backward(struct decoder *d, float loss_scale, struct tensor head, struct tensor dhead, void *final);
 /* Every block's backward, last to first, between its unit's hooks, a checkpointed one
  * recomputed first; each block's activations go after its backward. */

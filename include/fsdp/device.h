@@ -46,6 +46,8 @@ int device_computes(const struct device *d);
 /* Where d is on its machine, so that processes can tell whether they share it: a GPU's
  * PCI bus id; "" on cpu and meta, whose memory is every process's own. */
 void device_location(const struct device *d, char *out, size_t size);
+/* What d is: a GPU's product name ("NVIDIA H100 80GB HBM3"); "" on cpu and meta. */
+void device_model(const struct device *d, char *out, size_t size);
 
 /* A stream of this device; name labels its track in profile traces. The host stream is
  * the calling thread's own: work launched on it runs before the launch returns (on cpu

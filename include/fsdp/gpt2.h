@@ -24,7 +24,7 @@ struct gpt2_block_acts {
   void *ln1, *ln1_mean, *ln1_rstd; /* (N, C), (N), (N) */
   void *qkv;                       /* (N, 3C) */
   void *atty;                      /* (N, C) */
-  void *att;                       /* (B, NH, T, T) */
+  void *lse;                       /* (B, NH, T) fp32: attention's log-sum-exp */
   void *attproj;                   /* (N, C) */
   void *residual2;                 /* (N, C) */
   void *ln2, *ln2_mean, *ln2_rstd;

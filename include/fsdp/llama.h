@@ -25,7 +25,7 @@ struct llama_block_acts {
   void *attn_norm, *attn_rstd; /* (N, C), (N) */
   void *q;                     /* (N, NH hd), rotated */
   void *k, *v;                 /* (N, NKV hd), k rotated */
-  void *att;                   /* (B, NH, T, T) */
+  void *lse;                   /* (B, NH, T) fp32: attention's log-sum-exp */
   void *atty;                  /* (N, NH hd) */
   void *attproj;               /* (N, C) */
   void *h;                     /* (N, C): the input plus the attention */

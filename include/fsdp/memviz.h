@@ -1,7 +1,8 @@
 /* memviz: a memory snapshot file as `fsdp train --memory-snapshot` writes it (format
  * "fsdp-memory-snapshot", version 1), read and fully checked; what each rank's chart
- * shows of it; and `fsdp memviz`, which draws it. Only a file is read and one
- * written: no MPI, nothing of the runtime. */
+ * shows of it; `fsdp memviz`, which draws it; and `fsdp traceviz`, which draws a step
+ * of a `--trace` file. Only a file is read and one written: no MPI, nothing of the
+ * runtime. */
 #ifndef FSDP_MEMVIZ_H
 #define FSDP_MEMVIZ_H
 
@@ -70,5 +71,9 @@ void memviz_view_free(struct rank_view *v);
 /* `fsdp memviz SNAPSHOT -o OUT`: draws a memory snapshot as HTML or SVG. argv[0] is
  * "memviz"; returns the exit status. */
 int fsdp_memviz_main(int argc, char **argv);
+
+/* `fsdp traceviz TRACE -o OUT.svg`: draws a step of a trace of `fsdp train --trace` as
+ * a timeline of the compute thread and the comm streams. argv[0] is "traceviz". */
+int fsdp_traceviz_main(int argc, char **argv);
 
 #endif

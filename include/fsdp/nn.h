@@ -50,13 +50,15 @@ void nn_matmul_forward(const struct nn_ctx *c, struct tensor out, struct tensor 
 void nn_matmul_backward(const struct nn_ctx *c, struct tensor dinp, struct tensor dweight, struct tensor dbias,
                         struct tensor dout, struct tensor inp, struct tensor weight);
 
-/* Causal multi-head self-attention. qkv (B, T, 3C) holds [q | k | v] per row; head h
- * uses columns h*hs .. (h+1)*hs of each, hs = C / NH, NH = att's second dimension.
- * att (B, NH, T, T) receives softmax(q k^T / sqrt(hs)), 0 where masked;
- * out (B, T, C) = att @ v with the heads side by side. */
-void nn_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor att, struct tensor qkv);
+/* Causal multi-head self-attention, tiled (FlashAttention-2's algorithm: no (T, T)
+ * matrix is ever held). qkv (B, T, 3C) holds [q | k | v] per row; head h uses columns
+ * h*hs .. (h+1)*hs of each, hs = C / NH, NH = lse's second dimension.
+ * out (B, T, C) = softmax(q k^T / sqrt(hs), causal) @ v with the heads side by side;
+ * lse (B, NH, T, fp32) receives each query's log-sum-exp of its scores, from which the
+ * backward recomputes the probabilities (it reads out too). */
+void nn_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor lse, struct tensor qkv);
 void nn_attention_backward(const struct nn_ctx *c, struct tensor dqkv, struct tensor dout, struct tensor qkv,
-                           struct tensor att);
+                           struct tensor out, struct tensor lse);
 
 /* GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
 void nn_gelu_forward(const struct nn_ctx *c, struct tensor out, struct tensor inp);
@@ -65,12 +67,14 @@ void nn_gelu_backward(const struct nn_ctx *c, struct tensor dinp, struct tensor 
 /* out = a + b; its backward is the identity, which the model applies in place. */
 void nn_residual_forward(const struct nn_ctx *c, struct tensor out, struct tensor a, struct tensor b);
 
-/* probs (N, V) = softmax(logits) (probs may be logits); losses[i] = -log probs[i, targets[i]]. */
-void nn_softmax_crossentropy_forward(const struct nn_ctx *c, struct tensor probs, struct tensor losses,
-                                     struct tensor logits, struct tensor targets);
-/* dlogits[i, :] += (probs[i, :] - onehot(targets[i])) * dloss. */
-void nn_softmax_crossentropy_backward(const struct nn_ctx *c, struct tensor dlogits, struct tensor probs,
-                                      struct tensor targets, float dloss);
+/* The fused classifier, one pass over each row of logits (N, Vp) whose first vocab
+ * columns are the vocabulary's and the rest padding (never in the softmax):
+ *   losses[i] = -log softmax(logits[i, :vocab])[targets[i]]   (fp32; losses may be TENSOR_NONE)
+ *   dlogits[i, :vocab] = (softmax(logits[i, :vocab]) - onehot(targets[i])) * dloss,
+ *   dlogits[i, vocab:] = 0                                    (dlogits may be logits, or TENSOR_NONE)
+ * dlogits is written, not accumulated: in place it replaces the logits. */
+void nn_classifier(const struct nn_ctx *c, struct tensor dlogits, struct tensor losses, struct tensor logits,
+                   struct tensor targets, int vocab, float dloss);
 
 /* ---- Llama 3's layers (Hugging Face's LlamaForCausalLM) ---- */
 
@@ -110,16 +114,17 @@ void nn_swiglu_forward(const struct nn_ctx *c, struct tensor out, struct tensor 
 void nn_swiglu_backward(const struct nn_ctx *c, struct tensor dgate, struct tensor dup, struct tensor dout,
                         struct tensor gate, struct tensor up);
 
-/* Grouped-query causal attention. q (B, T, NH, hd), k and v (B, T, NKV, hd), NH a
- * multiple of NKV: query head h attends with kv head h / (NH / NKV) (NKV == NH is
- * multi-head attention). att (B, NH, T, T) receives softmax(q k^T / sqrt(hd)), 0 where
- * masked; out (B, T, NH * hd) = att @ v with the heads side by side. The backward
- * accumulates into dk and dv the sum over the query heads that share them. */
-void nn_gqa_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor att, struct tensor q,
+/* Grouped-query causal attention, tiled as nn_attention_forward. q (B, T, NH, hd), k and
+ * v (B, T, NKV, hd), NH a multiple of NKV: query head h attends with kv head
+ * h / (NH / NKV) (NKV == NH is multi-head attention), k and v never repeated.
+ * out (B, T, NH * hd) = softmax(q k^T / sqrt(hd), causal) @ v with the heads side by side;
+ * lse (B, NH, T, fp32) as for nn_attention_forward. The backward accumulates into dk and
+ * dv the sum over the query heads that share them. */
+void nn_gqa_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor lse, struct tensor q,
                               struct tensor k, struct tensor v);
 void nn_gqa_attention_backward(const struct nn_ctx *c, struct tensor dq, struct tensor dk, struct tensor dv,
                                struct tensor dout, struct tensor q, struct tensor k, struct tensor v,
-                               struct tensor att);
+                               struct tensor out, struct tensor lse);
 
 /* Attention of new positions over a KV cache (generation): q (n, NH, hd) holds the
  * queries of the last n of the L positions whose keys and values k and v (L, NKV, hd)

@@ -112,6 +112,10 @@ struct fsdp_unit_use {
   int first_module, last_module;
   int reshard_after_forward;
   int reduces; /* the unit's first use in the forward: its backward reduces the gradients */
+  /* Full sharding frees the parameters after every use's backward; otherwise they stay
+   * gathered until the unit's last backward (a tied unit's first use), so grad-op's
+   * backward gathers nothing. */
+  int reshard_after_backward;
 };
 
 /* Which modules share a unit: each module its own unit (MODULE; `--wrap block`, as a

@@ -338,6 +338,7 @@ SETTER(set_val_every, val_every, parse_nonnegative_int)
 SETTER(set_val_batches, val_batches, parse_positive_int)
 
 SETTER(set_log, log_path, parse_path)
+SETTER(set_peak_gflops, peak_gflops, parse_positive_float)
 
 SETTER(set_init_from, init_from, parse_path)
 SETTER(set_checkpoint, checkpoint, parse_path)
@@ -559,6 +560,8 @@ static const struct flag FLAGS[] = {
      "as text)"},
 
     {OUTPUT, "--log", BOTH, "FILE", NOTE("none"), set_log, "metrics, one JSON object per step"},
+    {OUTPUT, "--peak-gflops", TRAIN, "X", NOTE("cpu: measured once and cached; cuda: the card's bf16 peak"),
+     set_peak_gflops, "a rank's peak GFLOP/s, which the MFU of each step is measured against"},
     {OUTPUT, "--trace", BOTH, "FILE", NOTE("none"), set_trace,
      "Chrome trace JSON of --trace-steps (ui.perfetto.dev, chrome://tracing)"},
     {OUTPUT, "--trace-steps", BOTH, "A:B", NOTE(STEP_RANGE_DEFAULT), set_trace_steps, "the steps the trace covers"},

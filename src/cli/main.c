@@ -15,6 +15,7 @@ static void print_usage(FILE *out) {
         "  sample   generate tokens from a prompt with a KV cache (one rank)\n"
         "  tokenize encode text files into a token file with a Hugging Face tokenizer.json\n"
         "  memviz   draw a memory snapshot of train as an HTML page or SVG image\n"
+        "  traceviz draw a step of a trace of train as an SVG timeline of compute and communication\n"
         "\n"
         "'fsdp COMMAND --help' lists a command's options.\n",
         out);
@@ -32,6 +33,7 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "sample") == 0) return fsdp_sample_main(argc - 1, argv + 1);
   if (strcmp(argv[1], "tokenize") == 0) return fsdp_tokenize_main(argc - 1, argv + 1);
   if (strcmp(argv[1], "memviz") == 0) return fsdp_memviz_main(argc - 1, argv + 1);
+  if (strcmp(argv[1], "traceviz") == 0) return fsdp_traceviz_main(argc - 1, argv + 1);
   fprintf(stderr, "fsdp: error: unknown command '%s'\n", argv[1]);
   print_usage(stderr);
   return 2;

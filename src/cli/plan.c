@@ -98,9 +98,7 @@ static void print_text(const struct train_options *o, const struct plan *p) {
          o->ac_every == 0 ? "none" : o->ac_every == 1 ? "full" : "every k-th block", dtype_name(o->mp.param_dtype),
          dtype_name(o->mp.reduce_dtype), o->device,
          o->offload_cpu ? ", sharded state offloaded to pinned host memory" : "");
-  printf("      %d OpenMP thread(s) per rank, as here (OMP_NUM_THREADS): attention's backward holds a T x T "
-         "scratch per thread\n",
-         nn_num_threads());
+  printf("      %d OpenMP thread(s) per rank, as here (OMP_NUM_THREADS)\n", nn_num_threads());
   printf("\n%s memory per rank in a training step:\n", o->device);
   print_categories(&p->mem);
   if (p->host.total_peak) {

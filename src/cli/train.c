@@ -11,6 +11,7 @@
 #include "fsdp/timer.h"
 #include "fsdp/trace.h"
 #include "checkpoint.h"
+#include "mfu.h"
 #include "model_source.h"
 #include "trainer.h"
 
@@ -35,6 +36,7 @@ static void log_run(const struct trainer *t) {
   fsdp_log_info("fsdp: %d ranks on %s, sharding %s, batch %d x %d per rank x %d micro-batches (%d tokens per step)",
                 t->world_size, device_name(t->device), sharding_strategy_name(t->opt.sharding), t->B, t->T, t->opt.grad_accum,
                 t->B * t->T * t->world_size * t->opt.grad_accum);
+  fsdp_log_info("flops: %.1f GFLOP a step (6 N + 12 L C T a token)", t->flops_per_step / 1e9);
   if (t->replicas > 1)
     fsdp_log_info("hsdp: mesh %d x %d: sharded within %d ranks, replicated across %d", t->replicas,
                   t->fsdp.world_size, t->fsdp.world_size, t->replicas);
@@ -95,6 +97,7 @@ void trainer_setup(struct trainer *t, const struct train_options *o, struct devi
   t->scaler.scale = o->loss_scale;
   t->schedule = lr_warmup_cosine(o->lr, o->min_lr, o->warmup, o->steps);
   model_source_load(o, &t->fsdp);
+  t->flops_per_step = mfu_flops_per_token(o, fsdp_model_numel(&t->fsdp)) * t->B * t->T * t->world_size * o->grad_accum;
   if (!planning) log_run(t);
 
   size_t N = (size_t)t->B * t->T;
@@ -213,6 +216,8 @@ void trainer_step(struct trainer *t, int step, struct step_metrics *m) {
   m->lr = lr;
   m->step_ms = step_ms;
   m->tokens_per_s = (double)t->B * t->T * t->world_size * o->grad_accum / (step_ms / 1000.0);
+  m->gflops = t->flops_per_step / (step_ms * 1e6);
+  m->mfu = t->peak_gflops > 0.0 ? m->gflops / t->peak_gflops : NAN;
   int validate = !t->planning && t->val.n_tokens && o->val_every && (step % o->val_every == 0 || step == o->steps);
   m->val_loss = validate ? validation_loss(t) : NAN;
 }
@@ -247,8 +252,10 @@ int fsdp_train_main(int argc, char **argv) {
   if (o.trace_path && rank == 0) trace_file_check_writable(o.trace_path);
   if (o.snapshot_path && rank == 0) memory_snapshot_check_writable(o.snapshot_path);
   struct device *device = device_open(device_kind_parse(o.device), DEVICE_CPU);
+  double peak = mfu_peak_gflops(&o, device, comm_world()) * comm_size(comm_world());
   struct trainer t;
   trainer_setup(&t, &o, device, comm_world(), 0);
+  t.peak_gflops = peak;
   struct checkpointing checkpoints;
   int done = checkpointing_begin(&checkpoints, &t);
   t.log = rank == 0 ? metrics_open_log(o.log_path, done > 0) : NULL;

@@ -28,6 +28,8 @@ struct trainer {
   FILE *log;
   struct loss_scaler scaler;
   int optimizer_steps; /* steps taken, skipped ones left out: AdamW's bias correction counts these */
+  double flops_per_step; /* the model FLOPs of a step, all ranks (mfu.h) */
+  double peak_gflops;    /* the job's peak (a rank's times W); 0: unknown */
   struct lr_schedule schedule; /* --lr, --min-lr, --warmup and --steps; a resumed run's may be extended */
 };
 

@@ -20,6 +20,8 @@ struct device_backend {
   int computes; /* 0: launches are dropped (meta) */
   /* Where the device is (device_location); NULL: "". */
   void (*location)(struct device *d, char *out, size_t size);
+  /* What the device is (device_model); NULL: "". */
+  void (*model)(struct device *d, char *out, size_t size);
   /* Memory from the system; NULL when there is none left. */
   void *(*raw_alloc)(struct device *d, size_t bytes);
   void (*raw_free)(struct device *d, void *ptr, size_t bytes);

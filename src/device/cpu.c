@@ -40,6 +40,7 @@ struct item {
 
 struct queue {
   int track;
+  int kernel_track; /* a host stream's: its kernels' spans, one per launch */
   int is_host;
   pthread_t thread;
   /* mutex guards everything below; `queued` wakes the worker, `done` wakes anyone
@@ -116,6 +117,11 @@ static void *queue_create(struct stream *stream, int is_host) {
   struct queue *s = fsdp_xcalloc(1, sizeof *s);
   s->track = stream->track;
   s->is_host = is_host;
+  if (is_host) {
+    char name[sizeof stream->name + sizeof " kernels"];
+    snprintf(name, sizeof name, "%s kernels", stream->name);
+    s->kernel_track = trace_track(name);
+  }
   pthread_mutex_init(&s->mutex, NULL);
   pthread_cond_init(&s->queued, NULL);
   pthread_cond_init(&s->done, NULL);
@@ -158,10 +164,13 @@ static void queue_launch(struct stream *stream, const char *label, void (*fn)(vo
                          size_t arg_bytes) {
   struct queue *s = stream->impl;
   /* Host work is done before the call returns, so the host stream's counts stay at
-   * zero and every event recorded on it is complete at once. The compute thread's
-   * kernels are not spans of their own: the hooks mark each unit's forward and backward. */
+   * zero and every event recorded on it is complete at once. The hooks mark each unit's
+   * forward and backward on the stream's own track; its kernels go to a track of their
+   * own beside it (where the CPU's time goes, kernel by kernel: fsdp traceviz). */
   if (s->is_host) {
+    double begin_us = trace_enabled() ? trace_now_us() : 0;
     fn((void *)arg);
+    if (trace_enabled()) trace_span(s->kernel_track, label, begin_us, trace_now_us());
     return;
   }
   struct item *it = fsdp_xmalloc(sizeof *it + arg_bytes);

@@ -162,6 +162,16 @@ static void gpu_location(struct device *d, char *out, size_t size) {
   CUDA_CALL(cudaDeviceGetPCIBusId(out, (int)size, ordinal));
 }
 
+static void gpu_model(struct device *d, char *out, size_t size) {
+  (void)d;
+  select_device();
+  int ordinal = 0;
+  struct cudaDeviceProp prop;
+  CUDA_CALL(cudaGetDevice(&ordinal));
+  CUDA_CALL(cudaGetDeviceProperties(&prop, ordinal));
+  snprintf(out, size, "%s", prop.name);
+}
+
 /* Stream words: mapped pinned memory, written and waited on by the driver's stream memory
  * operations, taken from the driver through the runtime so that nothing links libcuda. */
 typedef CUresult (*stream_value_fn)(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags);
@@ -221,6 +231,7 @@ static const struct device_backend CUDA_BACKEND = {
     .kind = DEVICE_CUDA,
     .computes = 1,
     .location = gpu_location,
+    .model = gpu_model,
     .raw_alloc = gpu_alloc,
     .raw_free = gpu_free,
     .pinned_alloc = pinned_alloc,

@@ -72,6 +72,11 @@ void device_location(const struct device *d, char *out, size_t size) {
   if (d->backend->location) d->backend->location((struct device *)d, out, size);
 }
 
+void device_model(const struct device *d, char *out, size_t size) {
+  if (size) out[0] = '\0';
+  if (d->backend->model) d->backend->model((struct device *)d, out, size);
+}
+
 int device_kind_parse(const char *name) {
   for (int k = 0; k < (int)(sizeof KIND_NAMES / sizeof KIND_NAMES[0]); k++)
     if (strcmp(name, KIND_NAMES[k]) == 0) return k;

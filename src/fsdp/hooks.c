@@ -116,7 +116,7 @@ void fsdp_post_backward(struct fsdp_model *m, int module) {
   } else {
     fsdp_unit_keep_grads(u);
   }
-  fsdp_unit_reshard(u);
+  if (use->reshard_after_backward) fsdp_unit_reshard(u);
   if (m->overlap.backward_prefetch == BACKWARD_PREFETCH_POST) prefetch(m, unit_of_use(m, mod->use, -1));
   trace_unsharded_units(m);
 }

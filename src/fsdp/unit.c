@@ -48,6 +48,10 @@ void fsdp_unit_init(struct fsdp_unit *u, const char *name, const struct param_sp
   u->rank = comm_rank(group);
   u->mp = *mp;
   u->compute_dtype = nn_compute_dtype(streams->device, mp->param_dtype);
+  /* One dtype contract on every device (../shared/DESIGN.md, "Kernels"): the kernels
+   * compute in the param dtype, so the gathered parameters and the unsharded gradients
+   * are in it. */
+  FSDP_CHECK(u->compute_dtype == mp->param_dtype);
   flat_layout_init(&u->layout, specs, n_params, strategy == SHARD_NONE ? 1 : comm_size(group));
   u->state = UNIT_SHARDED;
   u->param_shard = sharded_buffer(u, MEM_SHARDED_PARAMS);
@@ -104,42 +108,34 @@ static float *shard_on_device(struct fsdp_unit *u) {
   return u->gather_input;
 }
 
-/* Replicated, the shard is the whole flat parameter: it is copied, rounded to the param
- * dtype where the kernels compute in fp32, or cast to the 16-bit dtype they compute in. */
+/* Replicated, the shard is the whole flat parameter: it is cast to the 16-bit dtype the
+ * kernels compute in, or copied (fp32 offloaded: the unit owns a device copy). */
 static void copy_replicated(struct fsdp_unit *u) {
   struct stream *s = u->streams->all_gather;
   struct nn_ctx c = ctx_on(u, s);
-  enum dtype pd = u->mp.param_dtype;
-  struct tensor full = tensor_1d(u->param_full, u->compute_dtype, u->layout.padded);
   if (u->compute_dtype != DTYPE_F32) {
-    nn_cast(&c, full, shard_tensor(u, shard_on_device(u)));
+    nn_cast(&c, tensor_1d(u->param_full, u->compute_dtype, u->layout.padded), shard_tensor(u, shard_on_device(u)));
     return;
   }
   if (offloaded(u))
     device_copy_to_device(s, u->param_full, u->param_shard, shard_bytes(u));
   else
     device_copy(s, u->param_full, u->param_shard, shard_bytes(u));
-  if (pd != DTYPE_F32) nn_round(&c, full, pd);
 }
 
 /* The 16-bit gather: the shard is narrowed into gather_input and gathered (half the
- * bytes). Where the kernels compute in fp32 the result lands in the upper half of the
- * fp32 unsharded buffer and is widened there; otherwise it is the unsharded buffer. */
+ * bytes) into the unsharded buffer, in the dtype the kernels compute in. */
 static void gather_low_precision(struct fsdp_unit *u, const char *label) {
   const struct fsdp_streams *s = u->streams;
   struct nn_ctx c = ctx_on(u, s->all_gather);
   enum dtype pd = u->mp.param_dtype;
-  size_t padded = u->layout.padded;
   float *shard = shard_on_device(u);
   /* Offloaded, the shard's device copy is narrowed in place. */
   if (!u->gather_input)
     u->gather_input = device_alloc(device_of(u), u->layout.shard * dtype_size(pd), MEM_COMM, s->all_gather);
   nn_cast(&c, tensor_1d(u->gather_input, pd, u->layout.shard), shard_tensor(u, shard));
-  int widen = u->compute_dtype != pd;
-  void *gathered = widen ? (char *)u->param_full + padded * dtype_size(pd) : u->param_full;
-  comm_all_gather_async(s->all_gather_group, s->all_gather, label, u->gather_input, gathered, u->layout.shard,
+  comm_all_gather_async(s->all_gather_group, s->all_gather, label, u->gather_input, u->param_full, u->layout.shard,
                         comm_dtype_of(pd));
-  if (widen) nn_cast(&c, tensor_1d(u->param_full, u->compute_dtype, padded), tensor_1d(gathered, pd, padded));
 }
 
 void fsdp_unit_unshard(struct fsdp_unit *u) {

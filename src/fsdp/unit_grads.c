@@ -59,9 +59,8 @@ static float *widened_grads(struct fsdp_unit *u, struct nn_ctx *c) {
   return wide;
 }
 
-/* On the reduce-scatter stream: the gradients, in the param dtype (rounded to it where
- * the kernels compute in fp32: in PyTorch they are in it), are reduced in the reduce
- * dtype into out (the fp32 shard on the device), averaged (each rank's loss is the mean
+/* On the reduce-scatter stream: the gradients, in the param dtype (as in PyTorch), are
+ * reduced in the reduce dtype into out (the fp32 shard on the device), averaged (each rank's loss is the mean
  * over its own tokens: averaging gives the mean over the global batch). Returns the
  * buffer the collective reads, freed once it is over (NULL: the persistent gradient). */
 static void *launch_reduction(struct fsdp_unit *u, const char *label, float *out) {
@@ -69,8 +68,6 @@ static void *launch_reduction(struct fsdp_unit *u, const char *label, float *out
   struct nn_ctx c = ctx_on(u, s->reduce_scatter);
   size_t shard = u->layout.shard, padded = u->layout.padded;
   enum dtype gd = u->compute_dtype;
-  if (gd == DTYPE_F32 && u->mp.param_dtype != DTYPE_F32)
-    nn_round(&c, tensor_1d(u->grad_full, DTYPE_F32, padded), u->mp.param_dtype);
   if (grad_is_shard(u)) {
     comm_all_reduce_async(s->reduce_scatter_group, s->reduce_scatter, label, u->grad_full, shard, COMM_F32, COMM_AVG);
     return NULL;

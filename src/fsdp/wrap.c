@@ -125,6 +125,7 @@ static void make_uses(struct fsdp_model *m, enum reshard_after_forward reshard) 
     int last = i == m->n_uses - 1, earlier = 0;
     for (int j = 0; j < i; j++) earlier |= m->uses[j].unit == m->uses[i].unit;
     m->uses[i].reduces = !earlier;
+    m->uses[i].reshard_after_backward = m->strategy == SHARD_FULL || !earlier;
     m->uses[i].reshard_after_forward = m->strategy == SHARD_FULL && (reshard == RESHARD_ALWAYS ||
                                                                     (reshard == RESHARD_AUTO && !last));
   }

@@ -28,8 +28,7 @@ static int legend_rows(const struct rank_view *v) { return (v->n_shown + LEGEND_
 
 int memviz_chart_height(const struct rank_view *v) { return LEGEND_TOP + legend_rows(v) * LEGEND_ROW_HEIGHT + 4; }
 
-/* 1, 2 or 5 times a power of ten, giving about `ticks` ticks over `range`. */
-static double nice_step(double range, int ticks) {
+double memviz_nice_step(double range, int ticks) {
   double raw = range / ticks;
   double magnitude = pow(10.0, floor(log10(raw)));
   double norm = raw / magnitude;
@@ -50,7 +49,7 @@ static struct byte_axis byte_axis_for(int64_t peak) {
     a.unit_name = NAMES[u];
   }
   double peak_units = (double)peak / a.unit_bytes;
-  if (peak_units > 0) a.step_units = nice_step(peak_units, 5);
+  if (peak_units > 0) a.step_units = memviz_nice_step(peak_units, 5);
   double top_units = ceil(peak_units / a.step_units) * a.step_units;
   a.max_bytes = (top_units > 0 ? top_units : a.step_units) * a.unit_bytes;
   return a;
@@ -149,7 +148,7 @@ static void write_byte_axis(FILE *f, const struct byte_axis *a) {
 }
 
 static void write_time_axis(FILE *f, const struct rank_view *v) {
-  double end_ms = v->end_us / 1e3, step_ms = nice_step(end_ms, 8);
+  double end_ms = v->end_us / 1e3, step_ms = memviz_nice_step(end_ms, 8);
   for (int i = 0; i * step_ms <= end_ms * (1 + 1e-9); i++) {
     double x = time_x(v, i * step_ms * 1e3);
     fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"%s\"/>", x, x, PLOT_BOTTOM,

@@ -36,17 +36,17 @@ static void print_usage(FILE *out) {
         out);
 }
 
-__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
+__attribute__((format(printf, 2, 3))) int memviz_usage_error(const char *command, const char *fmt, ...) {
   va_list args;
   va_start(args, fmt);
   fputs("fsdp: error: ", stderr);
   vfprintf(stderr, fmt, args);
-  fputs(" (see fsdp memviz --help)\n", stderr);
+  fprintf(stderr, " (see fsdp %s --help)\n", command);
   va_end(args);
   return 2;
 }
 
-static int ends_with(const char *text, const char *suffix) {
+int memviz_ends_with(const char *text, const char *suffix) {
   size_t n = strlen(text), m = strlen(suffix);
   return n >= m && strcmp(text + n - m, suffix) == 0;
 }
@@ -62,49 +62,59 @@ static int parse_options(struct memviz_options *o, int argc, char **argv) {
       return 0;
     }
     if (strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0) {
-      if (i + 1 >= argc || argv[i + 1][0] == '\0') return usage_error("%s: missing value", arg);
+      if (i + 1 >= argc || argv[i + 1][0] == '\0') return memviz_usage_error("memviz", "%s: missing value", arg);
       o->output = argv[++i];
     } else if (strncmp(arg, OUTPUT_EQUALS, sizeof OUTPUT_EQUALS - 1) == 0) {
       o->output = arg + sizeof OUTPUT_EQUALS - 1;
-      if (o->output[0] == '\0') return usage_error("--output: missing value");
+      if (o->output[0] == '\0') return memviz_usage_error("memviz", "--output: missing value");
     } else if (arg[0] == '-' && arg[1] != '\0') {
-      return usage_error("unknown flag '%s'", arg);
+      return memviz_usage_error("memviz", "unknown flag '%s'", arg);
     } else if (o->snapshot) {
-      return usage_error("unexpected argument '%s': give one SNAPSHOT", arg);
+      return memviz_usage_error("memviz", "unexpected argument '%s': give one SNAPSHOT", arg);
     } else {
       o->snapshot = arg;
     }
   }
-  if (!o->snapshot) return usage_error("missing SNAPSHOT, the memory snapshot file to draw");
-  if (!o->output) return usage_error("missing -o OUT, the .html or .svg file to write");
-  if (ends_with(o->output, ".html")) {
+  if (!o->snapshot) return memviz_usage_error("memviz", "missing SNAPSHOT, the memory snapshot file to draw");
+  if (!o->output) return memviz_usage_error("memviz", "missing -o OUT, the .html or .svg file to write");
+  if (memviz_ends_with(o->output, ".html")) {
     o->kind = OUTPUT_HTML;
-  } else if (ends_with(o->output, ".svg")) {
+  } else if (memviz_ends_with(o->output, ".svg")) {
     o->kind = OUTPUT_SVG;
   } else {
-    return usage_error("-o: '%s' must end in .html (a page) or .svg (an image)", o->output);
+    return memviz_usage_error("memviz", "-o: '%s' must end in .html (a page) or .svg (an image)", o->output);
   }
   return -1;
 }
 
 /* The document is built in memory, then written to a temporary name and renamed
  * (fsdp/output_file.h): a reader never sees half a file. */
-static void write_output(const struct memviz_options *o, const struct memory_snapshot *s,
-                         const struct rank_view *views) {
+void memviz_write_document(const char *path, void (*write)(FILE *f, const void *what), const void *what) {
   char *text = NULL;
   size_t length = 0;
   FILE *f = open_memstream(&text, &length);
-  if (!f) fsdp_fatal("-o: cannot build '%s' in memory: %s", o->output, strerror(errno));
-  if (o->kind == OUTPUT_HTML) {
-    memviz_write_html(f, s, views);
-  } else {
-    memviz_write_svg(f, s, views);
-  }
+  if (!f) fsdp_fatal("-o: cannot build '%s' in memory: %s", path, strerror(errno));
+  write(f, what);
   int failed = ferror(f);
-  if (fclose(f) != 0 || failed) fsdp_fatal("-o: out of memory building '%s'", o->output);
+  if (fclose(f) != 0 || failed) fsdp_fatal("-o: out of memory building '%s'", path);
   const char *pieces[] = {text};
-  output_write("-o", o->output, pieces, &length, 1);
+  output_write("-o", path, pieces, &length, 1);
   free(text);
+}
+
+struct drawing {
+  const struct memory_snapshot *snapshot;
+  const struct rank_view *views;
+};
+
+static void write_html(FILE *f, const void *what) {
+  const struct drawing *d = what;
+  memviz_write_html(f, d->snapshot, d->views);
+}
+
+static void write_svg(FILE *f, const void *what) {
+  const struct drawing *d = what;
+  memviz_write_svg(f, d->snapshot, d->views);
 }
 
 int fsdp_memviz_main(int argc, char **argv) {
@@ -115,7 +125,8 @@ int fsdp_memviz_main(int argc, char **argv) {
   memory_snapshot_load(&s, o.snapshot);
   struct rank_view *views = fsdp_xcalloc((size_t)s.n_ranks, sizeof *views);
   for (int i = 0; i < s.n_ranks; i++) memviz_view_build(&views[i], &s, &s.ranks[i], MEMVIZ_PLOT_WIDTH);
-  write_output(&o, &s, views);
+  struct drawing d = {&s, views};
+  memviz_write_document(o.output, o.kind == OUTPUT_HTML ? write_html : write_svg, &d);
   printf("wrote %s: %d rank%s\n", o.output, s.n_ranks, s.n_ranks == 1 ? "" : "s");
   for (int i = 0; i < s.n_ranks; i++) memviz_view_free(&views[i]);
   free(views);

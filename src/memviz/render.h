@@ -1,6 +1,7 @@
 /* Private to src/memviz: drawing the views of fsdp/memviz.h. Text for people
- * (format.c), the chart itself (chart.c), and the two kinds of output around it
- * (html.c, svg.c). */
+ * (format.c), the chart itself (chart.c), the two kinds of output around it
+ * (html.c, svg.c), and what fsdp memviz and fsdp traceviz (timeline.h) share: the
+ * axes' steps, usage errors, and writing a document whole (command.c). */
 #ifndef FSDP_MEMVIZ_RENDER_H
 #define FSDP_MEMVIZ_RENDER_H
 
@@ -23,6 +24,9 @@ void memviz_peak_headline(const struct memory_snapshot *s, const struct rank_vie
 /* What was being allocated when the total reached its peak. */
 void memviz_peak_cause(const struct memory_snapshot *s, const struct rank_view *v, char *buf, size_t size);
 
+/* 1, 2 or 5 times a power of ten, giving about `ticks` ticks over `range`. */
+double memviz_nice_step(double range, int ticks);
+
 /* The plot's width in pixels, hence the number of columns of a view. */
 enum { MEMVIZ_PLOT_WIDTH = 860 };
 int memviz_chart_width(void);
@@ -30,6 +34,12 @@ int memviz_chart_height(const struct rank_view *v);
 /* The chart as one <svg> element at (0, y) of its parent: stacked areas, axes, step
  * boundaries, the peak marker and the legend. */
 void memviz_write_chart(FILE *f, const struct memory_snapshot *s, const struct rank_view *v, double y);
+
+/* "fsdp: error: ... (see fsdp COMMAND --help)" on stderr; returns 2, a usage error's status. */
+int memviz_usage_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int memviz_ends_with(const char *text, const char *suffix);
+/* Writes what write(f, what) prints to path whole, or ends the job naming -o. */
+void memviz_write_document(const char *path, void (*write)(FILE *f, const void *what), const void *what);
 
 void memviz_write_html(FILE *f, const struct memory_snapshot *s, const struct rank_view *views);
 void memviz_write_svg(FILE *f, const struct memory_snapshot *s, const struct rank_view *views);

@@ -45,6 +45,7 @@ void decoder_init(struct decoder *d, const struct model_config *config, struct f
   d->ac_every = ac_every;
   d->fsdp = fsdp;
   d->dtype = nn_compute_dtype(fsdp->device, fsdp->mp.param_dtype);
+  d->vocab_padded = (config->vocab_size + DECODER_VOCAB_ALIGN - 1) / DECODER_VOCAB_ALIGN * DECODER_VOCAB_ALIGN;
   d->blocks = fsdp_xcalloc((size_t)config->n_layer, sizeof *d->blocks);
   d->embedding = d->final_norm = d->output = -1;
   struct stream *compute = fsdp->streams.compute;
@@ -120,6 +121,10 @@ struct tensor decoder_stats(const struct decoder *d, void *data) {
   return tensor_1d(data, DTYPE_F32, (size_t)d->B * d->T);
 }
 
+struct tensor decoder_lse(const struct decoder *d, void *data) {
+  return (struct tensor){data, DTYPE_F32, 3, {(size_t)d->B, (size_t)d->config.n_head, (size_t)d->T}};
+}
+
 struct tensor decoder_tokens(const struct decoder *d, int *data) {
   return tensor_2d(data, DTYPE_I32, (size_t)d->B, (size_t)d->T);
 }
@@ -192,53 +197,10 @@ void decoder_blocks_backward(struct decoder *d, const struct decoder_block *bloc
 }
 
 void decoder_release_activations(struct decoder *d, const struct decoder_block *block) {
-  void **const shared[] = {&d->encoded, &d->logits, &d->probs, &d->losses, &d->d_residual, &d->d_logits};
+  void **const shared[] = {&d->encoded, &d->logits, &d->losses, &d->d_residual};
   decoder_release_all(d, shared, sizeof shared / sizeof shared[0]);
   for (int l = 0; l < d->config.n_layer; l++) {
     block_release_inner(d, block, l);
     decoder_release(d, block_output(d, block, l));
   }
-}
-
-/* ---- the loss ---- */
-
-void decoder_loss_forward(struct decoder *d, struct tensor head, void *final) {
-  size_t C = (size_t)d->config.n_embd, V = (size_t)d->config.vocab_size;
-  struct nn_ctx k = decoder_ctx(d);
-  d->logits = decoder_alloc(d, (size_t)d->B * d->T * V);
-  d->probs = decoder_alloc(d, (size_t)d->B * d->T * V);
-  d->losses = decoder_alloc_stats(d, (size_t)d->B * d->T);
-  nn_matmul_forward(&k, decoder_act2(d, d->logits, V), decoder_act2(d, final, C), head, TENSOR_NONE);
-  nn_softmax_crossentropy_forward(&k, decoder_act2(d, d->probs, V), decoder_stats(d, d->losses),
-                                  decoder_act2(d, d->logits, V), decoder_tokens(d, d->targets));
-  if (!d->keep_logits) decoder_release(d, &d->logits); /* the backward needs only probs */
-}
-
-void decoder_mean_loss(struct decoder *d) {
-  struct nn_ctx k = decoder_ctx(d);
-  double sum = 0.0;
-  device_memset(k.stream, d->loss_sum, 0, sizeof(double));
-  nn_sum(&k, tensor_1d(d->loss_sum, DTYPE_F64, 1), decoder_stats(d, d->losses));
-  device_copy_to_host(k.stream, &sum, d->loss_sum, sizeof sum);
-  stream_synchronize(k.stream);
-  d->mean_loss = (float)(sum / ((double)d->B * d->T));
-}
-
-void *decoder_loss_backward(struct decoder *d, float loss_scale, struct tensor head, struct tensor dhead, void *final) {
-  size_t N = (size_t)d->B * d->T, C = (size_t)d->config.n_embd, V = (size_t)d->config.vocab_size;
-  struct nn_ctx k = decoder_ctx(d);
-  FSDP_CHECK(d->probs != NULL);
-  decoder_release(d, &d->logits);
-  decoder_release(d, &d->losses);
-  d->d_logits = decoder_alloc(d, N * V);
-  decoder_zero(d, d->d_logits, N * V);
-  nn_softmax_crossentropy_backward(&k, decoder_act2(d, d->d_logits, V), decoder_act2(d, d->probs, V),
-                                   decoder_tokens(d, d->targets), loss_scale / (float)N);
-  decoder_release(d, &d->probs);
-  void *d_final = decoder_alloc(d, N * C);
-  decoder_zero(d, d_final, N * C);
-  nn_matmul_backward(&k, decoder_act2(d, d_final, C), dhead, TENSOR_NONE, decoder_act2(d, d->d_logits, V),
-                     decoder_act2(d, final, C), head);
-  decoder_release(d, &d->d_logits);
-  return d_final;
 }

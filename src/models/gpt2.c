@@ -66,13 +66,13 @@ enum { BLOCK_ACT_BUFFERS = 15 };
 static void block_act_buffers(struct decoder *d, int l, void **buffers[], size_t bytes[]) {
   struct gpt2_block_acts *a = &((struct gpt2 *)d)->acts[l];
   size_t N = (size_t)d->B * d->T, C = (size_t)d->config.n_embd;
-  size_t att = (size_t)d->B * d->config.n_head * d->T * d->T;
   size_t NC = decoder_bytes(d, N * C), stat = decoder_stats_bytes(N);
+  size_t lse = decoder_stats_bytes((size_t)d->B * d->config.n_head * d->T);
   void **b[BLOCK_ACT_BUFFERS] = {&a->ln1,      &a->ln1_mean, &a->ln1_rstd, &a->qkv, &a->atty,
-                                 &a->att,      &a->attproj,  &a->residual2, &a->ln2, &a->ln2_mean,
+                                 &a->lse,      &a->attproj,  &a->residual2, &a->ln2, &a->ln2_mean,
                                  &a->ln2_rstd, &a->fch,      &a->fch_gelu, &a->fcproj, &a->residual3};
-  size_t e[BLOCK_ACT_BUFFERS] = {NC,   stat, stat,    3 * NC, NC,     decoder_bytes(d, att), NC, NC,
-                                 NC,   stat, stat,    4 * NC, 4 * NC, NC,                    NC};
+  size_t e[BLOCK_ACT_BUFFERS] = {NC,   stat, stat,    3 * NC, NC,     lse,    NC, NC,
+                                 NC,   stat, stat,    4 * NC, 4 * NC, NC,     NC};
   memcpy(buffers, b, sizeof b);
   memcpy(bytes, e, sizeof e);
 }
@@ -111,12 +111,11 @@ static void block_forward(struct decoder *d, int l, void *input) {
   struct gpt2_block_acts *a = &model->acts[l];
   struct nn_ctx c = decoder_ctx(d);
   size_t C = (size_t)d->config.n_embd;
-  struct tensor att = tensor_4d(a->att, d->dtype, (size_t)d->B, (size_t)d->config.n_head, (size_t)d->T, (size_t)d->T);
   nn_layernorm_forward(&c, act2(model, a->ln1, C), stats(model, a->ln1_mean), stats(model, a->ln1_rstd),
                        act2(model, input, C), decoder_param(d, u, BLK_LN1_W), decoder_param(d, u, BLK_LN1_B));
   nn_matmul_forward(&c, act2(model, a->qkv, 3 * C), act2(model, a->ln1, C), decoder_param(d, u, BLK_QKV_W),
                     decoder_param(d, u, BLK_QKV_B));
-  nn_attention_forward(&c, act2(model, a->atty, C), att, act2(model, a->qkv, 3 * C));
+  nn_attention_forward(&c, act2(model, a->atty, C), decoder_lse(d, a->lse), act2(model, a->qkv, 3 * C));
   nn_matmul_forward(&c, act2(model, a->attproj, C), act2(model, a->atty, C), decoder_param(d, u, BLK_ATTPROJ_W),
                     decoder_param(d, u, BLK_ATTPROJ_B));
   nn_residual_forward(&c, act2(model, a->residual2, C), act2(model, input, C), act2(model, a->attproj, C));
@@ -166,7 +165,6 @@ static void block_backward(struct decoder *d, int l, void *input) {
   struct gpt2_block_acts *a = &model->acts[l];
   struct nn_ctx c = decoder_ctx(d);
   size_t N = (size_t)d->B * d->T, C = (size_t)d->config.n_embd;
-  struct tensor att = tensor_4d(a->att, d->dtype, (size_t)d->B, (size_t)d->config.n_head, (size_t)d->T, (size_t)d->T);
   struct tensor d_residual = act2(model, d->d_residual, C), d_ln = act2(model, model->d_ln, C);
 
   decoder_zero(d, model->d_fch_gelu, 4 * N * C);
@@ -189,7 +187,7 @@ static void block_backward(struct decoder *d, int l, void *input) {
                      decoder_param(d, u, BLK_ATTPROJ_W));
   decoder_zero(d, model->d_qkv, 3 * N * C);
   nn_attention_backward(&c, act2(model, model->d_qkv, 3 * C), act2(model, model->d_atty, C),
-                        act2(model, a->qkv, 3 * C), att);
+                        act2(model, a->qkv, 3 * C), act2(model, a->atty, C), decoder_lse(d, a->lse));
   decoder_zero(d, model->d_ln, N * C);
   nn_matmul_backward(&c, d_ln, decoder_grad(d, u, BLK_QKV_W), decoder_grad(d, u, BLK_QKV_B),
                      act2(model, model->d_qkv, 3 * C), act2(model, a->ln1, C), decoder_param(d, u, BLK_QKV_W));

@@ -106,11 +106,6 @@ static struct tensor q_heads(const struct llama *model, void *data) {
 static struct tensor kv_heads(const struct llama *model, void *data) {
   return heads(model, data, model->base.config.n_kv_head);
 }
-/* (B, NH, T, T) */
-static struct tensor attention_weights(const struct llama *model, void *data) {
-  const struct decoder *d = &model->base;
-  return tensor_4d(data, d->dtype, (size_t)d->B, (size_t)d->config.n_head, (size_t)d->T, (size_t)d->T);
-}
 static struct tensor rope_table(const struct llama *model) {
   const struct decoder *d = &model->base;
   return tensor_2d(model->rope, d->dtype, (size_t)d->config.max_seq_len, (size_t)head_dim(&d->config));
@@ -123,10 +118,10 @@ static void block_act_buffers(struct decoder *d, int l, void **buffers[], size_t
   struct widths w = widths_of(d);
   size_t N = w.N, NC = decoder_bytes(d, N * w.C), NF = decoder_bytes(d, N * w.F), stat = decoder_stats_bytes(N);
   size_t q = decoder_bytes(d, N * w.q), kv = decoder_bytes(d, N * w.kv);
-  size_t att = decoder_bytes(d, (size_t)d->B * d->config.n_head * d->T * d->T);
-  void **b[BLOCK_ACT_BUFFERS] = {&a->attn_norm, &a->attn_rstd, &a->q, &a->k, &a->v, &a->att, &a->atty, &a->attproj,
+  size_t lse = decoder_stats_bytes((size_t)d->B * d->config.n_head * d->T);
+  void **b[BLOCK_ACT_BUFFERS] = {&a->attn_norm, &a->attn_rstd, &a->q, &a->k, &a->v, &a->lse, &a->atty, &a->attproj,
                                  &a->h, &a->ffn_norm, &a->ffn_rstd, &a->gate, &a->up, &a->swiglu, &a->down, &a->out};
-  size_t e[BLOCK_ACT_BUFFERS] = {NC, stat, q, kv, kv, att, q, NC, NC, NC, stat, NF, NF, NF, NC, NC};
+  size_t e[BLOCK_ACT_BUFFERS] = {NC, stat, q, kv, kv, lse, q, NC, NC, NC, stat, NF, NF, NF, NC, NC};
   memcpy(buffers, b, sizeof b);
   memcpy(bytes, e, sizeof e);
 }
@@ -183,7 +178,7 @@ static void block_forward(struct decoder *d, int l, void *input) {
   nn_matmul_forward(&c, act2(model, a->v, w.kv), n, decoder_param(d, u, LLAMA_WV), TENSOR_NONE);
   nn_rope_forward(&c, q, q, table);
   nn_rope_forward(&c, k, k, table);
-  nn_gqa_attention_forward(&c, act2(model, a->atty, w.q), attention_weights(model, a->att), q, k,
+  nn_gqa_attention_forward(&c, act2(model, a->atty, w.q), decoder_lse(d, a->lse), q, k,
                            kv_heads(model, a->v));
   nn_matmul_forward(&c, act2(model, a->attproj, w.C), act2(model, a->atty, w.q), decoder_param(d, u, LLAMA_WO),
                     TENSOR_NONE);
@@ -273,7 +268,7 @@ static void block_backward(struct decoder *d, int l, void *input) {
   decoder_zero(d, model->d_v, w.N * w.kv);
   nn_gqa_attention_backward(&c, q_heads(model, model->d_q), kv_heads(model, model->d_k), kv_heads(model, model->d_v),
                             act2(model, model->d_atty, w.q), q_heads(model, a->q), kv_heads(model, a->k),
-                            kv_heads(model, a->v), attention_weights(model, a->att));
+                            kv_heads(model, a->v), act2(model, a->atty, w.q), decoder_lse(d, a->lse));
   decoder_zero(d, model->d_norm, w.N * w.C);
   rotated_projection_backward(model, u, LLAMA_WQ, model->d_q, w.q, a->attn_norm);
   rotated_projection_backward(model, u, LLAMA_WK, model->d_k, w.kv, a->attn_norm);

@@ -72,21 +72,22 @@ static void matmul_backward_shapes(const void *p, struct shape_check *check) {
   RULE(none_or(a->dinp, N * C) && none_or(a->dweight, OC * C) && none_or(a->dbias, OC));
 }
 
-/* att (B, NH, T, T); qkv (B, T, 3C) and out (B, T, C) with NH heads of C / NH. */
-static int packed_attention_agrees(struct tensor att, struct tensor out, struct tensor qkv) {
-  if (att.ndim != 4 || att.shape[2] != att.shape[3]) return 0;
-  size_t BT = att.shape[0] * att.shape[2], C = cols(out);
-  return C % att.shape[1] == 0 && numel(out) == BT * C && numel(qkv) == 3 * BT * C;
+/* lse (B, NH, T); qkv (B, T, 3C) and out (B, T, C) with NH heads of C / NH. */
+static int packed_attention_agrees(struct tensor lse, struct tensor out, struct tensor qkv) {
+  if (lse.ndim != 3) return 0;
+  size_t BT = lse.shape[0] * lse.shape[2], C = cols(out);
+  return C % lse.shape[1] == 0 && numel(out) == BT * C && numel(qkv) == 3 * BT * C;
 }
 
 static void attention_shapes(const void *p, struct shape_check *check) {
   const struct attention_args *a = p;
-  RULE(packed_attention_agrees(a->att, a->out, a->qkv));
+  RULE(packed_attention_agrees(a->lse, a->out, a->qkv));
 }
 
 static void attention_backward_shapes(const void *p, struct shape_check *check) {
   const struct attention_backward_args *a = p;
-  RULE(packed_attention_agrees(a->att, a->dout, a->qkv));
+  RULE(packed_attention_agrees(a->lse, a->dout, a->qkv));
+  RULE(numel(a->out) == numel(a->dout));
   RULE(none_or(a->dqkv, numel(a->qkv)));
 }
 
@@ -105,17 +106,15 @@ static void residual_shapes(const void *p, struct shape_check *check) {
   RULE(numel(a->a) == numel(a->out) && numel(a->b) == numel(a->out));
 }
 
-/* logits and probs (N, V); losses and targets (N). */
-static void crossentropy_shapes(const void *p, struct shape_check *check) {
-  const struct crossentropy_args *a = p;
+/* logits and dlogits (N, Vp), the vocabulary in the first 1 <= vocab <= Vp columns;
+ * losses and targets (N). */
+static void classifier_shapes(const void *p, struct shape_check *check) {
+  const struct classifier_args *a = p;
   size_t N = rows(a->logits);
-  RULE(rows(a->probs) == N && cols(a->probs) == cols(a->logits));
-  RULE(numel(a->losses) == N && numel(a->targets) == N);
-}
-
-static void crossentropy_backward_shapes(const void *p, struct shape_check *check) {
-  const struct crossentropy_backward_args *a = p;
-  RULE(numel(a->dlogits) == numel(a->probs) && numel(a->targets) == rows(a->probs));
+  RULE(a->vocab >= 1 && (size_t)a->vocab <= cols(a->logits));
+  RULE(!a->dlogits.data || (rows(a->dlogits) == N && cols(a->dlogits) == cols(a->logits)));
+  RULE(!a->losses.data || numel(a->losses) == N);
+  RULE(numel(a->targets) == N);
 }
 
 static void rmsnorm_shapes(const void *p, struct shape_check *check) {
@@ -166,24 +165,25 @@ static void swiglu_backward_shapes(const void *p, struct shape_check *check) {
   RULE(numel(a->up) == n && numel(a->dout) == n && numel(a->dgate) == n && numel(a->dup) == n);
 }
 
-/* q (B, T, NH, hd), k and v (B, T, NKV, hd) with NKV dividing NH, att (B, NH, T, T). */
-static int gqa_agrees(struct tensor out, struct tensor att, struct tensor q, struct tensor k, struct tensor v) {
-  if (q.ndim != 4 || k.ndim != 4 || v.ndim != 4 || att.ndim != 4) return 0;
+/* q (B, T, NH, hd), k and v (B, T, NKV, hd) with NKV dividing NH, lse (B, NH, T). */
+static int gqa_agrees(struct tensor out, struct tensor lse, struct tensor q, struct tensor k, struct tensor v) {
+  if (q.ndim != 4 || k.ndim != 4 || v.ndim != 4 || lse.ndim != 3) return 0;
   size_t B = q.shape[0], T = q.shape[1], NH = q.shape[2], hd = q.shape[3], NKV = k.shape[2];
   if (k.shape[0] != B || k.shape[1] != T || NKV == 0 || NH % NKV != 0 || k.shape[3] != hd) return 0;
   for (int i = 0; i < 4; i++)
     if (v.shape[i] != k.shape[i]) return 0;
-  return att.shape[0] == B && att.shape[1] == NH && att.shape[2] == T && att.shape[3] == T && numel(out) == numel(q);
+  return lse.shape[0] == B && lse.shape[1] == NH && lse.shape[2] == T && numel(out) == numel(q);
 }
 
 static void gqa_attention_shapes(const void *p, struct shape_check *check) {
   const struct gqa_attention_args *a = p;
-  RULE(gqa_agrees(a->out, a->att, a->q, a->k, a->v));
+  RULE(gqa_agrees(a->out, a->lse, a->q, a->k, a->v));
 }
 
 static void gqa_attention_backward_shapes(const void *p, struct shape_check *check) {
   const struct gqa_attention_backward_args *a = p;
-  RULE(gqa_agrees(a->dout, a->att, a->q, a->k, a->v));
+  RULE(gqa_agrees(a->dout, a->lse, a->q, a->k, a->v));
+  RULE(numel(a->out) == numel(a->dout));
   RULE(none_or(a->dq, numel(a->q)) && none_or(a->dk, numel(a->k)) && none_or(a->dv, numel(a->v)));
 }
 
@@ -273,22 +273,18 @@ CONTRACT(matmul_backward, matmul_backward_shapes, OPT(matmul_backward_args, dinp
          OPT(matmul_backward_args, dweight, COMPUTE), OPT(matmul_backward_args, dbias, COMPUTE),
          IN(matmul_backward_args, dout, COMPUTE), IN(matmul_backward_args, inp, COMPUTE),
          IN(matmul_backward_args, weight, COMPUTE));
-CONTRACT(attention_forward, attention_shapes, IN(attention_args, out, COMPUTE), IN(attention_args, att, COMPUTE),
+CONTRACT(attention_forward, attention_shapes, IN(attention_args, out, COMPUTE), IN(attention_args, lse, F32),
          IN(attention_args, qkv, COMPUTE));
 CONTRACT(attention_backward, attention_backward_shapes, OPT(attention_backward_args, dqkv, COMPUTE),
          IN(attention_backward_args, dout, COMPUTE), IN(attention_backward_args, qkv, COMPUTE),
-         IN(attention_backward_args, att, COMPUTE));
+         IN(attention_backward_args, out, COMPUTE), IN(attention_backward_args, lse, F32));
 CONTRACT(gelu_forward, gelu_shapes, IN(gelu_args, out, COMPUTE), IN(gelu_args, inp, COMPUTE));
 CONTRACT(gelu_backward, gelu_backward_shapes, IN(gelu_backward_args, dinp, COMPUTE),
          IN(gelu_backward_args, inp, COMPUTE), IN(gelu_backward_args, dout, COMPUTE));
 CONTRACT(residual_forward, residual_shapes, IN(residual_args, out, COMPUTE), IN(residual_args, a, COMPUTE),
          IN(residual_args, b, COMPUTE));
-CONTRACT(softmax_crossentropy_forward, crossentropy_shapes, IN(crossentropy_args, probs, COMPUTE),
-         IN(crossentropy_args, losses, F32), IN(crossentropy_args, logits, COMPUTE),
-         IN(crossentropy_args, targets, TOKENS));
-CONTRACT(softmax_crossentropy_backward, crossentropy_backward_shapes,
-         IN(crossentropy_backward_args, dlogits, COMPUTE), IN(crossentropy_backward_args, probs, COMPUTE),
-         IN(crossentropy_backward_args, targets, TOKENS));
+CONTRACT(classifier, classifier_shapes, OPT(classifier_args, dlogits, COMPUTE), OPT(classifier_args, losses, F32),
+         IN(classifier_args, logits, COMPUTE), IN(classifier_args, targets, TOKENS));
 CONTRACT(rmsnorm_forward, rmsnorm_shapes, IN(rmsnorm_args, out, COMPUTE), IN(rmsnorm_args, rstd, F32),
          IN(rmsnorm_args, inp, COMPUTE), IN(rmsnorm_args, weight, COMPUTE));
 CONTRACT(rmsnorm_backward, rmsnorm_backward_shapes, OPT(rmsnorm_backward_args, dinp, COMPUTE),
@@ -306,13 +302,13 @@ CONTRACT(swiglu_backward, swiglu_backward_shapes, IN(swiglu_backward_args, dgate
          IN(swiglu_backward_args, dup, COMPUTE), IN(swiglu_backward_args, dout, COMPUTE),
          IN(swiglu_backward_args, gate, COMPUTE), IN(swiglu_backward_args, up, COMPUTE));
 CONTRACT(gqa_attention_forward, gqa_attention_shapes, IN(gqa_attention_args, out, COMPUTE),
-         IN(gqa_attention_args, att, COMPUTE), IN(gqa_attention_args, q, COMPUTE), IN(gqa_attention_args, k, COMPUTE),
+         IN(gqa_attention_args, lse, F32), IN(gqa_attention_args, q, COMPUTE), IN(gqa_attention_args, k, COMPUTE),
          IN(gqa_attention_args, v, COMPUTE));
 CONTRACT(gqa_attention_backward, gqa_attention_backward_shapes, OPT(gqa_attention_backward_args, dq, COMPUTE),
          OPT(gqa_attention_backward_args, dk, COMPUTE), OPT(gqa_attention_backward_args, dv, COMPUTE),
          IN(gqa_attention_backward_args, dout, COMPUTE), IN(gqa_attention_backward_args, q, COMPUTE),
          IN(gqa_attention_backward_args, k, COMPUTE), IN(gqa_attention_backward_args, v, COMPUTE),
-         IN(gqa_attention_backward_args, att, COMPUTE));
+         IN(gqa_attention_backward_args, out, COMPUTE), IN(gqa_attention_backward_args, lse, F32));
 CONTRACT(cached_attention_forward, cached_attention_shapes, IN(cached_attention_args, out, COMPUTE),
          IN(cached_attention_args, q, COMPUTE), IN(cached_attention_args, k, COMPUTE),
          IN(cached_attention_args, v, COMPUTE));

@@ -49,8 +49,8 @@ struct op_contract {
 #define NN_OPS(X)                                                                                                  \
   X(encoder_forward) X(encoder_backward) X(layernorm_forward) X(layernorm_backward) X(matmul_forward)              \
   X(matmul_backward) X(attention_forward) X(attention_backward) X(gelu_forward) X(gelu_backward)                   \
-  X(residual_forward) X(softmax_crossentropy_forward) X(softmax_crossentropy_backward) X(rmsnorm_forward)          \
-  X(rmsnorm_backward) X(rope_table) X(rope_forward) X(rope_backward) X(swiglu_forward) X(swiglu_backward)          \
+  X(residual_forward) X(classifier) X(rmsnorm_forward) X(rmsnorm_backward) X(rope_table) X(rope_forward)           \
+  X(rope_backward) X(swiglu_forward) X(swiglu_backward)                                                            \
   X(gqa_attention_forward) X(gqa_attention_backward) X(cached_attention_forward) X(cast) X(round) X(add)           \
   X(scale) X(sum) X(sum_squares) X(fill) X(init_normal) X(init_trunc_normal) X(adamw)
 #define NN_DECLARE_CONTRACT(op) extern const struct op_contract nn_contract_##op;

@@ -50,6 +50,18 @@ static void launch(const struct nn_ctx *c, const struct op_contract *contract, n
     launch(c, &nn_contract_##op, backend_of((c)->device)->op, &args_, sizeof args_);    \
   } while (0)
 
+/* Scratch is allocated and freed in stream order around its op: no other op of the stream
+ * can be given it before this one is done with it. */
+static void *scratch_alloc(const struct nn_ctx *c, size_t bytes) {
+  return device_alloc(c->device, bytes, MEM_ACTIVATIONS, c->stream);
+}
+static void scratch_free(const struct nn_ctx *c, void *scratch) { device_free(c->device, scratch, c->stream); }
+
+/* The column sums of (rows, cols) values that a backward's parameter gradients take. */
+static void *column_sums_scratch(const struct nn_ctx *c, size_t rows, size_t cols) {
+  return scratch_alloc(c, backend_of(c->device)->column_sums_scratch(rows, cols));
+}
+
 void nn_encoder_forward(const struct nn_ctx *c, struct tensor out, struct tensor inp, struct tensor wte,
                         struct tensor wpe) {
   LAUNCH_AS(c, encoder_forward, encoder, out, inp, wte, wpe);
@@ -57,7 +69,10 @@ void nn_encoder_forward(const struct nn_ctx *c, struct tensor out, struct tensor
 
 void nn_encoder_backward(const struct nn_ctx *c, struct tensor dwte, struct tensor dwpe, struct tensor dout,
                          struct tensor inp) {
-  LAUNCH(c, encoder_backward, dwte, dwpe, dout, inp);
+  size_t bytes = dwte.data ? backend_of(c->device)->encoder_backward_scratch(tensor_numel(&inp), dwte.shape[0]) : 0;
+  void *scratch = scratch_alloc(c, bytes);
+  LAUNCH(c, encoder_backward, dwte, dwpe, dout, inp, scratch);
+  scratch_free(c, scratch);
 }
 
 void nn_layernorm_forward(const struct nn_ctx *c, struct tensor out, struct tensor mean, struct tensor rstd,
@@ -68,15 +83,11 @@ void nn_layernorm_forward(const struct nn_ctx *c, struct tensor out, struct tens
 void nn_layernorm_backward(const struct nn_ctx *c, struct tensor dinp, struct tensor dweight, struct tensor dbias,
                            struct tensor dout, struct tensor inp, struct tensor weight, struct tensor mean,
                            struct tensor rstd) {
-  LAUNCH(c, layernorm_backward, dinp, dweight, dbias, dout, inp, weight, mean, rstd);
+  int params = dweight.data || dbias.data;
+  void *scratch = column_sums_scratch(c, params ? tensor_rows(&inp) : 0, 2 * tensor_cols(&inp));
+  LAUNCH(c, layernorm_backward, dinp, dweight, dbias, dout, inp, weight, mean, rstd, scratch);
+  scratch_free(c, scratch);
 }
-
-/* Scratch is allocated and freed in stream order around its op: no other op of the stream
- * can be given it before this one is done with it. */
-static void *scratch_alloc(const struct nn_ctx *c, size_t bytes) {
-  return device_alloc(c->device, bytes, MEM_ACTIVATIONS, c->stream);
-}
-static void scratch_free(const struct nn_ctx *c, void *scratch) { device_free(c->device, scratch, c->stream); }
 
 static void *gemm_workspace(const struct nn_ctx *c) { return scratch_alloc(c, backend_of(c->device)->gemm_workspace); }
 
@@ -89,24 +100,20 @@ void nn_matmul_forward(const struct nn_ctx *c, struct tensor out, struct tensor 
 
 void nn_matmul_backward(const struct nn_ctx *c, struct tensor dinp, struct tensor dweight, struct tensor dbias,
                         struct tensor dout, struct tensor inp, struct tensor weight) {
+  void *scratch = column_sums_scratch(c, dbias.data ? tensor_rows(&dout) : 0, tensor_cols(&dout));
   void *workspace = gemm_workspace(c);
-  LAUNCH(c, matmul_backward, dinp, dweight, dbias, dout, inp, weight, workspace);
+  LAUNCH(c, matmul_backward, dinp, dweight, dbias, dout, inp, weight, workspace, scratch);
   scratch_free(c, workspace);
+  scratch_free(c, scratch);
 }
 
-void nn_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor att, struct tensor qkv) {
-  void *workspace = gemm_workspace(c);
-  LAUNCH_AS(c, attention_forward, attention, out, att, qkv, workspace);
-  scratch_free(c, workspace);
+void nn_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor lse, struct tensor qkv) {
+  LAUNCH_AS(c, attention_forward, attention, out, lse, qkv);
 }
 
 void nn_attention_backward(const struct nn_ctx *c, struct tensor dqkv, struct tensor dout, struct tensor qkv,
-                           struct tensor att) {
-  void *scratch = scratch_alloc(c, backend_of(c->device)->attention_backward_scratch(&att));
-  void *workspace = gemm_workspace(c);
-  LAUNCH(c, attention_backward, dqkv, dout, qkv, att, scratch, workspace);
-  scratch_free(c, workspace);
-  scratch_free(c, scratch);
+                           struct tensor out, struct tensor lse) {
+  LAUNCH(c, attention_backward, dqkv, dout, qkv, out, lse);
 }
 
 void nn_gelu_forward(const struct nn_ctx *c, struct tensor out, struct tensor inp) {
@@ -121,14 +128,9 @@ void nn_residual_forward(const struct nn_ctx *c, struct tensor out, struct tenso
   LAUNCH_AS(c, residual_forward, residual, out, a, b);
 }
 
-void nn_softmax_crossentropy_forward(const struct nn_ctx *c, struct tensor probs, struct tensor losses,
-                                     struct tensor logits, struct tensor targets) {
-  LAUNCH_AS(c, softmax_crossentropy_forward, crossentropy, probs, losses, logits, targets);
-}
-
-void nn_softmax_crossentropy_backward(const struct nn_ctx *c, struct tensor dlogits, struct tensor probs,
-                                      struct tensor targets, float dloss) {
-  LAUNCH_AS(c, softmax_crossentropy_backward, crossentropy_backward, dlogits, probs, targets, dloss);
+void nn_classifier(const struct nn_ctx *c, struct tensor dlogits, struct tensor losses, struct tensor logits,
+                   struct tensor targets, int vocab, float dloss) {
+  LAUNCH(c, classifier, dlogits, losses, logits, targets, vocab, dloss);
 }
 
 void nn_rmsnorm_forward(const struct nn_ctx *c, struct tensor out, struct tensor rstd, struct tensor inp,
@@ -138,7 +140,9 @@ void nn_rmsnorm_forward(const struct nn_ctx *c, struct tensor out, struct tensor
 
 void nn_rmsnorm_backward(const struct nn_ctx *c, struct tensor dinp, struct tensor dweight, struct tensor dout,
                          struct tensor inp, struct tensor weight, struct tensor rstd) {
-  LAUNCH(c, rmsnorm_backward, dinp, dweight, dout, inp, weight, rstd);
+  void *scratch = column_sums_scratch(c, dweight.data ? tensor_rows(&inp) : 0, tensor_cols(&inp));
+  LAUNCH(c, rmsnorm_backward, dinp, dweight, dout, inp, weight, rstd, scratch);
+  scratch_free(c, scratch);
 }
 
 void nn_rope_table(const struct nn_ctx *c, struct tensor table, const struct nn_rope *rope) {
@@ -162,18 +166,15 @@ void nn_swiglu_backward(const struct nn_ctx *c, struct tensor dgate, struct tens
   LAUNCH(c, swiglu_backward, dgate, dup, dout, gate, up);
 }
 
-void nn_gqa_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor att, struct tensor q,
+void nn_gqa_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor lse, struct tensor q,
                               struct tensor k, struct tensor v) {
-  LAUNCH_AS(c, gqa_attention_forward, gqa_attention, out, att, q, k, v);
+  LAUNCH_AS(c, gqa_attention_forward, gqa_attention, out, lse, q, k, v);
 }
 
-/* Scratch as for nn_attention_backward. */
 void nn_gqa_attention_backward(const struct nn_ctx *c, struct tensor dq, struct tensor dk, struct tensor dv,
                                struct tensor dout, struct tensor q, struct tensor k, struct tensor v,
-                               struct tensor att) {
-  void *scratch = scratch_alloc(c, backend_of(c->device)->attention_backward_scratch(&att));
-  LAUNCH(c, gqa_attention_backward, dq, dk, dv, dout, q, k, v, att, scratch);
-  scratch_free(c, scratch);
+                               struct tensor out, struct tensor lse) {
+  LAUNCH(c, gqa_attention_backward, dq, dk, dv, dout, q, k, v, out, lse);
 }
 
 void nn_cached_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor q, struct tensor k,

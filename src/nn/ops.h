@@ -10,30 +10,39 @@
 #include "fsdp/nn.h"
 
 struct encoder_args { struct tensor out, inp, wte, wpe; };
-struct encoder_backward_args { struct tensor dwte, dwpe, dout, inp; };
+/* scratch: encoder_backward_scratch bytes (NULL: none). */
+struct encoder_backward_args { struct tensor dwte, dwpe, dout, inp; void *scratch; };
 struct layernorm_args { struct tensor out, mean, rstd, inp, weight, bias; };
-struct layernorm_backward_args { struct tensor dinp, dweight, dbias, dout, inp, weight, mean, rstd; };
+/* scratch, here and in matmul_backward and rmsnorm_backward: the column_sums_scratch bytes
+ * of the op's parameter gradients (NULL: none). */
+struct layernorm_backward_args {
+  struct tensor dinp, dweight, dbias, dout, inp, weight, mean, rstd;
+  void *scratch;
+};
 /* workspace: the backend's gemm_workspace bytes from the device's allocator (NULL: none). */
 struct matmul_args { struct tensor out, inp, weight, bias; void *workspace; };
-struct matmul_backward_args { struct tensor dinp, dweight, dbias, dout, inp, weight; void *workspace; };
-struct attention_args { struct tensor out, att, qkv; void *workspace; };
-/* scratch: attention_backward_scratch bytes from the device's allocator. */
-struct attention_backward_args { struct tensor dqkv, dout, qkv, att; void *scratch, *workspace; };
+struct matmul_backward_args { struct tensor dinp, dweight, dbias, dout, inp, weight; void *workspace, *scratch; };
+/* lse (B, NH, T) fp32: each query's log-sum-exp of its scores, what the backward
+ * recomputes the probabilities from. */
+struct attention_args { struct tensor out, lse, qkv; };
+struct attention_backward_args { struct tensor dqkv, dout, qkv, out, lse; };
 struct gelu_args { struct tensor out, inp; };
 struct gelu_backward_args { struct tensor dinp, inp, dout; };
 struct residual_args { struct tensor out, a, b; };
-struct crossentropy_args { struct tensor probs, losses, logits, targets; };
-struct crossentropy_backward_args { struct tensor dlogits, probs, targets; float dloss; };
+struct classifier_args {
+  struct tensor dlogits, losses, logits, targets;
+  int vocab;
+  float dloss;
+};
 struct rmsnorm_args { struct tensor out, rstd, inp, weight; float eps; };
-struct rmsnorm_backward_args { struct tensor dinp, dweight, dout, inp, weight, rstd; };
+struct rmsnorm_backward_args { struct tensor dinp, dweight, dout, inp, weight, rstd; void *scratch; };
 struct rope_table_args { struct tensor table; struct nn_rope rope; };
 struct rope_args { struct tensor out, inp, table; };
 struct rope_backward_args { struct tensor dinp, dout, table; };
 struct swiglu_args { struct tensor out, gate, up; };
 struct swiglu_backward_args { struct tensor dgate, dup, dout, gate, up; };
-struct gqa_attention_args { struct tensor out, att, q, k, v; };
-/* scratch: attention_backward_scratch bytes, as for attention_backward. */
-struct gqa_attention_backward_args { struct tensor dq, dk, dv, dout, q, k, v, att; void *scratch; };
+struct gqa_attention_args { struct tensor out, lse, q, k, v; };
+struct gqa_attention_backward_args { struct tensor dq, dk, dv, dout, q, k, v, out, lse; };
 struct cached_attention_args { struct tensor out, q, k, v; };
 struct cast_args { struct tensor dst, src; };
 struct round_args { struct tensor x; enum dtype dtype; };
@@ -54,12 +63,13 @@ struct nn_backend {
   unsigned computes_in; /* the compute dtypes its layer kernels take: a bit 1u << DTYPE_... each */
   /* Device memory some ops need beside their tensors, in bytes (0: none). nn.c allocates
    * it in stream order around the op, so that the planner counts it as a run uses it. */
-  size_t (*attention_backward_scratch)(const struct tensor *att); /* for att (B, NH, T, T) */
   size_t (*sum_scratch)(size_t n);                                 /* for a sum of n elements */
-  size_t gemm_workspace;                                           /* matmul's and attention's */
+  size_t (*encoder_backward_scratch)(size_t tokens, size_t vocab); /* dwte's, for tokens positions */
+  size_t (*column_sums_scratch)(size_t rows, size_t cols);         /* column sums of a (rows, cols) */
+  size_t gemm_workspace;                                           /* matmul's */
   nn_kernel encoder_forward, encoder_backward, layernorm_forward, layernorm_backward, matmul_forward,
       matmul_backward, attention_forward, attention_backward, gelu_forward, gelu_backward, residual_forward,
-      softmax_crossentropy_forward, softmax_crossentropy_backward, rmsnorm_forward, rmsnorm_backward, rope_table,
+      classifier, rmsnorm_forward, rmsnorm_backward, rope_table,
       rope_forward, rope_backward, swiglu_forward, swiglu_backward, gqa_attention_forward, gqa_attention_backward,
       cached_attention_forward, cast, round, add, scale, sum, sum_squares, fill, init_normal, init_trunc_normal,
       adamw;

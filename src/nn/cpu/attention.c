@@ -1,7 +1,25 @@
+/* Causal attention, tiled as FlashAttention-2 computes it, never holding a (T, T) matrix:
+ * the twin of ../cuda/flash_attention.cu and flash_attention_tc.cu, the same algorithm,
+ * tiles and rounding points.
+ * For a query head with kv head g (no copy of k and v per query head), s = q k^T / sqrt(hs):
+ *   forward, per query tile, over its key tiles j in order, with a running row maximum m
+ *   and row sum l (fp32):  m' = max(m, rowmax s_j),  p = exp(s_j - m'),
+ *     l = l exp(m - m') + rowsum(p),  acc = acc exp(m - m') + round(p) v_j;
+ *   out = acc / l (rounded once),  lse = m + log l (fp32, the only thing kept: (B, NH, T)).
+ *   backward, from p = exp(s - lse) recomputed per tile and D = rowsum(dout * out):
+ *     dv += round(p)^T dout,  dp = dout v^T,  ds = round(p * (dp - D)),
+ *     dq += ds k / sqrt(hs),  dk += ds^T q / sqrt(hs).
+ * round() is the dtype's rounding (none in fp32), where FlashAttention rounds its 16-bit
+ * operands before a tensor-core product; everything else is fp32. The backward runs in
+ * two passes so that each gradient has one writer: per kv tile (dk and dv, summed over
+ * the query heads sharing it), then per query tile (dq): no atomics, the same bits for
+ * any thread count. A tile's operands are widened into the thread's scratch and its
+ * products are oneDNN's fp32 sgemm (16-bit values multiply exactly in fp32, so this is a
+ * 16-bit product with fp32 accumulation); measured in docs/benchmarks.md. */
 #include <math.h>
-#include <omp.h>
 #include <stddef.h>
 
+#include "attention.h"
 #include "onednn.h"
 #include "typed.h"
 
@@ -10,222 +28,260 @@
 #pragma omp declare simd notinbranch
 float expf(float x);
 
-/* Where the heads of one call live, so that GPT-2's packed qkv and Llama's separate
- * q, k, v share the kernels: q, k and v are (B, T, heads, hs) views whose positions
- * are qs and kvs elements apart (3C for all three in a packed qkv); NH query heads share
- * NKV kv heads, query head h using kv head h / (NH / NKV). out is (B, T, NH * hs). */
-struct head_layout {
-  int B, T, NH, NKV, hs, qs, kvs;
+/* A tile's rows of one head: rows n from row r0 on. */
+struct tile {
+  int r0, n;
 };
 
-/* Where head h of batch b starts in a view whose positions are stride elements apart. */
-static size_t at(const struct head_layout *hl, int stride, int b, int h) {
-  return (size_t)b * hl->T * stride + (size_t)h * hl->hs;
+static struct tile tile_of(int i, int T) {
+  int r0 = i * ATTENTION_TILE;
+  return (struct tile){r0, T - r0 < ATTENTION_TILE ? T - r0 : ATTENTION_TILE};
 }
 
-/* ---- A head's products: fp32 matrices whose rows are ld floats apart ----
- * The heads run in one parallel region, each thread its heads' products one after the
- * other with oneDNN's sgemm, single-threaded inside the region, and the softmax between
- * them while the head's scores are in cache. Batched matmul primitives over all heads
- * were slower here: each of their parallel regions waits for the slowest thread, and on
- * shared cores a preempted thread stalled every one of them (docs/benchmarks.md). */
+static int tiles_of(int T) { return (T + ATTENTION_TILE - 1) / ATTENTION_TILE; }
 
-/* s (T, T) = scale * q k^T, q and k (T, hs). It fills the masked upper triangle too,
- * which the softmax overwrites with 0 (cheaper than a gemv per row). */
-static void head_scores(float *s, const float *q, int ldq, const float *k, int ldk, int T, int hs, float scale) {
-  onednn_sgemm(0, 1, T, T, hs, scale, q, ldq, k, ldk, 0.0f, s, T);
+/* s (qt.n, kt.n, rows ATTENTION_TILE apart) = scale q k^T, -inf where the key is after
+ * the query. */
+static void scores(float *s, const float *q, const float *k, struct tile qt, struct tile kt, int hs, float scale) {
+  onednn_sgemm(0, 1, qt.n, kt.n, hs, scale, q, hs, k, hs, 0.0f, s, ATTENTION_TILE);
+  for (int r = 0; r < qt.n; r++)
+    for (int c = qt.r0 + r - kt.r0 + 1; c < kt.n; c++) s[(size_t)r * ATTENTION_TILE + c] = -INFINITY;
 }
 
-/* o (T, hs) = p (T, T) @ v (T, hs). */
-static void head_values(float *o, int ldo, const float *p, const float *v, int ldv, int T, int hs) {
-  onednn_sgemm(0, 0, T, hs, T, 1.0f, p, T, v, ldv, 0.0f, o, ldo);
+/* The rows of key tile kt of k and v (from element first on) widened into kf and vf. */
+static void kv_tile_in(struct tensor k, struct tensor v, size_t first, struct tile kt, const struct head_layout *hl,
+                       float *kf, float *vf) {
+  rows_in(k, first, kt.n, hl->hs, (size_t)hl->kvs, kf);
+  rows_in(v, first, kt.n, hl->hs, (size_t)hl->kvs, vf);
 }
 
-/* dv += p^T d. */
-static void head_values_grad(float *dv, int lddv, const float *p, const float *d, int ldd, int T, int hs) {
-  onednn_sgemm(1, 0, T, hs, T, 1.0f, p, T, d, ldd, 1.0f, dv, lddv);
+/* ---- Forward ---- */
+
+/* Scratch floats of a forward task: q, k, v, acc (TILE x hs), s (TILE x TILE), m, l. */
+static size_t forward_floats(int hs) {
+  return 4 * (size_t)ATTENTION_TILE * hs + (size_t)ATTENTION_TILE * ATTENTION_TILE + 2 * ATTENTION_TILE;
 }
 
-/* dp (T, T) = d v^T. */
-static void head_weights_grad(float *dp, const float *d, int ldd, const float *v, int ldv, int T, int hs) {
-  onednn_sgemm(0, 1, T, T, hs, 1.0f, d, ldd, v, ldv, 0.0f, dp, T);
-}
-
-/* dq += scale * ds k. */
-static void head_queries_grad(float *dq, int lddq, const float *ds, const float *k, int ldk, int T, int hs,
-                              float scale) {
-  onednn_sgemm(0, 0, T, hs, T, scale, ds, T, k, ldk, 1.0f, dq, lddq);
-}
-
-/* dk += scale * ds^T q. */
-static void head_keys_grad(float *dk, int lddk, const float *ds, const float *q, int ldq, int T, int hs, float scale) {
-  onednn_sgemm(1, 0, T, hs, T, scale, ds, T, q, ldq, 1.0f, dk, lddk);
-}
-
-/* ---- The softmax between them ---- */
-
-/* Each row t of a (T, T) in place: softmax over s <= t, 0 after. */
-static void causal_softmax(float *a, int T) {
-  for (int t = 0; t < T; t++) {
-    float *row = a + (size_t)t * T;
-    float maxval = -INFINITY;
-#pragma omp simd reduction(max : maxval)
-    for (int s = 0; s <= t; s++) maxval = row[s] > maxval ? row[s] : maxval;
-    float sum = 0.0f;
+/* Query tile qi of head h in batch b. */
+static void forward_tile(struct tensor out, struct tensor lse, struct tensor q, struct tensor k, struct tensor v,
+                         const struct head_layout *hl, int b, int h, int qi) {
+  int T = hl->T, hs = hl->hs, os = hl->NH * hs;
+  size_t TH = (size_t)ATTENTION_TILE * hs;
+  float scale = 1.0f / sqrtf((float)hs);
+  float *qf = cpu_scratch(forward_floats(hs) * sizeof(float));
+  float *kf = qf + TH, *vf = kf + TH, *acc = vf + TH, *s = acc + TH, *m = s + (size_t)ATTENTION_TILE * ATTENTION_TILE;
+  float *l = m + ATTENTION_TILE;
+  struct tile qt = tile_of(qi, T);
+  size_t kva = head_at(hl, hl->kvs, b, h / (hl->NH / hl->NKV));
+  rows_in(q, head_at(hl, hl->qs, b, h) + (size_t)qt.r0 * hl->qs, qt.n, hs, (size_t)hl->qs, qf);
+  for (int r = 0; r < qt.n; r++) m[r] = -INFINITY, l[r] = 0.0f;
+  for (size_t e = 0; e < (size_t)qt.n * hs; e++) acc[e] = 0.0f;
+  for (int kj = 0; kj <= qi; kj++) {
+    struct tile kt = tile_of(kj, T);
+    kv_tile_in(k, v, kva + (size_t)kt.r0 * hl->kvs, kt, hl, kf, vf);
+    scores(s, qf, kf, qt, kt, hs, scale);
+    for (int r = 0; r < qt.n; r++) {
+      float *row = s + (size_t)r * ATTENTION_TILE, mx = m[r], sum = 0.0f;
+#pragma omp simd reduction(max : mx)
+      for (int c = 0; c < kt.n; c++) mx = row[c] > mx ? row[c] : mx;
 #pragma omp simd reduction(+ : sum)
-    for (int s = 0; s <= t; s++) {
-      row[s] = expf(row[s] - maxval);
-      sum += row[s];
+      for (int c = 0; c < kt.n; c++) {
+        row[c] = expf(row[c] - mx);
+        sum += row[c];
+      }
+      float rescale = expf(m[r] - mx);
+      l[r] = l[r] * rescale + sum;
+      m[r] = mx;
+      for (int e = 0; e < hs; e++) acc[(size_t)r * hs + e] *= rescale;
+      dtype_round(out.dtype, row, (size_t)kt.n);
     }
-    float inv = 1.0f / sum;
-    for (int s = 0; s <= t; s++) row[s] *= inv;
-    for (int s = t + 1; s < T; s++) row[s] = 0.0f;
+    onednn_sgemm(0, 0, qt.n, hs, kt.n, 1.0f, s, ATTENTION_TILE, vf, hs, 1.0f, acc, hs);
   }
-}
-
-/* The softmax's Jacobian applied to datt (T, T) in place, with att the softmax:
- * dpreatt = att * (datt - rowsum(att * datt)), 0 where masked. */
-static void causal_softmax_backward(float *datt, const float *att, int T) {
-  for (int t = 0; t < T; t++) {
-    const float *arow = att + (size_t)t * T;
-    float *row = datt + (size_t)t * T;
-    float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-    for (int s = 0; s <= t; s++) dot += arow[s] * row[s];
-    for (int s = 0; s <= t; s++) row[s] = arow[s] * (row[s] - dot);
-    for (int s = t + 1; s < T; s++) row[s] = 0.0f;
+  size_t la = ((size_t)b * hl->NH + h) * T + (size_t)qt.r0;
+  for (int r = 0; r < qt.n; r++) {
+    float inv = 1.0f / l[r];
+    for (int e = 0; e < hs; e++) acc[(size_t)r * hs + e] *= inv;
+    f32(lse)[la + r] = m[r] + logf(l[r]);
   }
+  rows_store(out, head_at(hl, os, b, h) + (size_t)qt.r0 * os, qt.n, hs, (size_t)os, acc);
 }
 
-/* ---- One head ---- */
-
-/* A (b, h)'s fp32 operands, each matrix with the distance between its rows. */
-struct head {
-  const float *q, *k, *v;
-  int ldq, ldkv;
-  float *att; /* (T, T) */
-  float *out;
-  int ldo;
-};
-
-/* att = softmax_causal(q k^T / sqrt(hs)), out = att @ v. */
-static void head_forward(const struct head *x, int T, int hs, float scale) {
-  head_scores(x->att, x->q, x->ldq, x->k, x->ldkv, T, hs, scale);
-  causal_softmax(x->att, T);
-  head_values(x->out, x->ldo, x->att, x->v, x->ldkv, T, hs);
-}
-
-/* A (b, h)'s fp32 operands in the backward; an absent gradient is NULL. */
-struct head_grad {
-  const float *q, *k, *v, *att, *dout;
-  int ldq, ldkv, ldo;
-  float *dq, *dk, *dv;
-};
-
-/* dv += att^T dout; datt = dout v^T; dpreatt = softmax backward of datt;
- * dq += dpreatt k / sqrt(hs); dk += dpreatt^T q / sqrt(hs). dpre: (T, T) scratch. */
-static void head_backward(const struct head_grad *x, float *dpre, int T, int hs, float scale) {
-  if (x->dv) head_values_grad(x->dv, x->ldkv, x->att, x->dout, x->ldo, T, hs);
-  if (!x->dq && !x->dk) return;
-  head_weights_grad(dpre, x->dout, x->ldo, x->v, x->ldkv, T, hs);
-  causal_softmax_backward(dpre, x->att, T);
-  if (x->dq) head_queries_grad(x->dq, x->ldq, dpre, x->k, x->ldkv, T, hs, scale);
-  if (x->dk) head_keys_grad(x->dk, x->ldkv, dpre, x->q, x->ldq, T, hs, scale);
-}
-
-/* ---- All heads ---- */
-
-/* An fp32 call computes on its tensors in place. A 16-bit one widens the head's q, k
- * and v into the thread's scratch, computes att and out there in fp32 (out from the
- * fp32 att, as the fp32 kernel does), and stores both rounded once. */
-static void attention_forward(struct tensor out, struct tensor att, struct tensor q, struct tensor k,
+/* The tasks run the most expensive query tiles (the last, which see every key) first. */
+static void attention_forward(struct tensor out, struct tensor lse, struct tensor q, struct tensor k,
                               struct tensor v, const struct head_layout *hl) {
-  int T = hl->T, hs = hl->hs, group = hl->NH / hl->NKV;
-  int os = hl->NH * hs;
-  size_t TT = (size_t)T * T, Ths = (size_t)T * hs;
-  float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for collapse(2)
-  for (int b = 0; b < hl->B; b++) {
-    for (int h = 0; h < hl->NH; h++) {
-      size_t qa = at(hl, hl->qs, b, h), kva = at(hl, hl->kvs, b, h / group), oa = at(hl, os, b, h);
-      size_t aa = ((size_t)b * hl->NH + h) * TT;
-      if (out.dtype == DTYPE_F32) {
-        struct head x = {f32(q) + qa, f32(k) + kva, f32(v) + kva, hl->qs, hl->kvs, f32(att) + aa, f32(out) + oa, os};
-        head_forward(&x, T, hs, scale);
-        continue;
-      }
-      float *buf = cpu_scratch((TT + 4 * Ths) * sizeof(float));
-      float *qf = buf + TT, *kf = qf + Ths, *vf = kf + Ths, *of = vf + Ths;
-      rows_in(q, qa, T, hs, (size_t)hl->qs, qf);
-      rows_in(k, kva, T, hs, (size_t)hl->kvs, kf);
-      rows_in(v, kva, T, hs, (size_t)hl->kvs, vf);
-      struct head x = {qf, kf, vf, hs, hs, buf, of, hs};
-      head_forward(&x, T, hs, scale);
-      span_store(att, aa, TT, buf);
-      rows_store(out, oa, T, hs, (size_t)os, of);
-    }
+  int nt = tiles_of(hl->T);
+#pragma omp parallel for collapse(3) schedule(dynamic)
+  for (int i = 0; i < nt; i++)
+    for (int b = 0; b < hl->B; b++)
+      for (int h = 0; h < hl->NH; h++) forward_tile(out, lse, q, k, v, hl, b, h, nt - 1 - i);
+}
+
+/* ---- Backward ---- */
+
+/* A query tile's operands in the backward: q, dout (TILE x hs) and its lse and D. */
+struct query_rows {
+  float *q, *dout, *lse, *D;
+};
+
+/* Scratch floats of a query_rows: q, dout, out (widened for D), lse and D. */
+static size_t query_rows_floats(int hs) { return 3 * (size_t)ATTENTION_TILE * hs + 2 * ATTENTION_TILE; }
+
+static struct query_rows query_rows_at(float *f, int hs) {
+  size_t TH = (size_t)ATTENTION_TILE * hs;
+  return (struct query_rows){f, f + TH, f + 3 * TH, f + 3 * TH + ATTENTION_TILE};
+}
+
+/* Query tile qt of head h in batch b: q, dout, lse, and D = rowsum(dout * out) (out
+ * widened into the floats after dout). */
+static void query_rows_in(struct query_rows *x, struct tensor q, struct tensor dout, struct tensor out,
+                          struct tensor lse, const struct head_layout *hl, int b, int h, struct tile qt) {
+  int hs = hl->hs, os = hl->NH * hs;
+  float *o = x->dout + (size_t)ATTENTION_TILE * hs;
+  size_t oa = head_at(hl, os, b, h) + (size_t)qt.r0 * os;
+  rows_in(q, head_at(hl, hl->qs, b, h) + (size_t)qt.r0 * hl->qs, qt.n, hs, (size_t)hl->qs, x->q);
+  rows_in(dout, oa, qt.n, hs, (size_t)os, x->dout);
+  rows_in(out, oa, qt.n, hs, (size_t)os, o);
+  const float *l = f32(lse) + ((size_t)b * hl->NH + h) * hl->T + (size_t)qt.r0;
+  for (int r = 0; r < qt.n; r++) {
+    float d = 0.0f;
+    const float *a = x->dout + (size_t)r * hs, *c = o + (size_t)r * hs;
+#pragma omp simd reduction(+ : d)
+    for (int e = 0; e < hs; e++) d += a[e] * c[e];
+    x->D[r] = d;
+    x->lse[r] = l[r];
   }
 }
 
-/* The backward's datt/dpreatt, one (T, T) per thread. */
-size_t cpu_attention_backward_scratch(const struct tensor *att) {
-  return (size_t)nn_num_threads() * att->shape[2] * att->shape[3] * sizeof(float);
-}
-
-/* A task owns a kv head and runs the query heads sharing it one after another, so no
- * two threads add to the same dk or dv. A 16-bit call widens the kv head's k, v, dk and
- * dv into the thread's scratch, and each query head's q, dq, dout and att, so that every
- * gradient sums in fp32 over the whole group and is stored rounded once. */
-static void attention_backward(struct tensor dq, struct tensor dk, struct tensor dv, struct tensor dout,
-                               struct tensor q, struct tensor k, struct tensor v, struct tensor att, float *scratch,
-                               const struct head_layout *hl) {
-  int T = hl->T, hs = hl->hs, group = hl->NH / hl->NKV;
-  int os = hl->NH * hs;
-  size_t TT = (size_t)T * T, Ths = (size_t)T * hs;
-  float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for collapse(2)
-  for (int b = 0; b < hl->B; b++) {
-    for (int g = 0; g < hl->NKV; g++) {
-      float *dpre = scratch + (size_t)omp_get_thread_num() * TT;
-      size_t kva = at(hl, hl->kvs, b, g);
-      if (dout.dtype == DTYPE_F32) {
-        for (int h = g * group; h < (g + 1) * group; h++) {
-          size_t qa = at(hl, hl->qs, b, h), oa = at(hl, os, b, h);
-          struct head_grad x = {f32(q) + qa, f32(k) + kva, f32(v) + kva, f32(att) + ((size_t)b * hl->NH + h) * TT,
-                                f32(dout) + oa, hl->qs, hl->kvs, os, dq.data ? f32(dq) + qa : NULL,
-                                dk.data ? f32(dk) + kva : NULL, dv.data ? f32(dv) + kva : NULL};
-          head_backward(&x, dpre, T, hs, scale);
-        }
-        continue;
-      }
-      float *af = cpu_scratch((TT + 7 * Ths) * sizeof(float));
-      float *kf = af + TT, *vf = kf + Ths, *dkf = vf + Ths, *dvf = dkf + Ths, *qf = dvf + Ths, *dqf = qf + Ths;
-      float *df = dqf + Ths;
-      rows_in(k, kva, T, hs, (size_t)hl->kvs, kf);
-      rows_in(v, kva, T, hs, (size_t)hl->kvs, vf);
-      if (dk.data) rows_in(dk, kva, T, hs, (size_t)hl->kvs, dkf);
-      if (dv.data) rows_in(dv, kva, T, hs, (size_t)hl->kvs, dvf);
-      for (int h = g * group; h < (g + 1) * group; h++) {
-        size_t qa = at(hl, hl->qs, b, h), oa = at(hl, os, b, h);
-        rows_in(q, qa, T, hs, (size_t)hl->qs, qf);
-        rows_in(dout, oa, T, hs, (size_t)os, df);
-        const float *a = span_in(att, ((size_t)b * hl->NH + h) * TT, TT, af);
-        if (dq.data) rows_in(dq, qa, T, hs, (size_t)hl->qs, dqf);
-        struct head_grad x = {qf, kf, vf, a, df, hs, hs, hs, dq.data ? dqf : NULL, dk.data ? dkf : NULL,
-                              dv.data ? dvf : NULL};
-        head_backward(&x, dpre, T, hs, scale);
-        if (dq.data) rows_store(dq, qa, T, hs, (size_t)hl->qs, dqf);
-      }
-      if (dk.data) rows_store(dk, kva, T, hs, (size_t)hl->kvs, dkf);
-      if (dv.data) rows_store(dv, kva, T, hs, (size_t)hl->kvs, dvf);
-    }
+/* s (qt.n, kt.n) = p = exp(scores - lse), 0 where masked (exp(-inf)), unrounded. */
+static void probabilities(float *s, const struct query_rows *x, const float *kf, struct tile qt, struct tile kt,
+                          int hs, float scale) {
+  scores(s, x->q, kf, qt, kt, hs, scale);
+  for (int r = 0; r < qt.n; r++) {
+    float *row = s + (size_t)r * ATTENTION_TILE, lr = x->lse[r];
+#pragma omp simd
+    for (int c = 0; c < kt.n; c++) row[c] = expf(row[c] - lr);
   }
 }
+
+/* ds (qt.n, kt.n, in dp's place) = round(p * (dout v^T - D)). */
+static void score_grads(float *dp, const float *p, const struct query_rows *x, const float *vf, struct tile qt,
+                        struct tile kt, int hs, enum dtype d) {
+  onednn_sgemm(0, 1, qt.n, kt.n, hs, 1.0f, x->dout, hs, vf, hs, 0.0f, dp, ATTENTION_TILE);
+  for (int r = 0; r < qt.n; r++) {
+    float *row = dp + (size_t)r * ATTENTION_TILE, Dr = x->D[r];
+    const float *prow = p + (size_t)r * ATTENTION_TILE;
+#pragma omp simd
+    for (int c = 0; c < kt.n; c++) row[c] = prow[c] * (row[c] - Dr);
+    dtype_round(d, row, (size_t)kt.n);
+  }
+}
+
+/* A backward task's tiles in the thread's scratch: a query_rows, k, v, two gradient sums
+ * (TILE x hs, zeroed), p and ds (TILE x TILE). */
+struct backward_tiles {
+  struct query_rows x;
+  float *k, *v, *sum1, *sum2, *p, *ds;
+};
+
+static struct backward_tiles backward_tiles_of(int hs) {
+  size_t TH = (size_t)ATTENTION_TILE * hs, TT = (size_t)ATTENTION_TILE * ATTENTION_TILE;
+  float *f = cpu_scratch((query_rows_floats(hs) + 4 * TH + 2 * TT) * sizeof(float));
+  float *k = f + query_rows_floats(hs);
+  struct backward_tiles w = {query_rows_at(f, hs), k, k + TH, k + 2 * TH, k + 3 * TH, k + 4 * TH, k + 4 * TH + TT};
+  for (size_t e = 0; e < 2 * TH; e++) w.sum1[e] = 0.0f; /* and sum2 */
+  return w;
+}
+
+/* rows rows of t (each stride apart, the first at first) += src (rows x cols), rounded
+ * once; a 16-bit t is widened into row (cols floats) and back. */
+static void rows_add(struct tensor t, size_t first, int rows, int cols, size_t stride, const float *src, float *row) {
+  for (int r = 0; r < rows; r++) {
+    size_t at = first + (size_t)r * stride;
+    float *x = span_inout(t, at, (size_t)cols, row);
+    for (int j = 0; j < cols; j++) x[j] += src[(size_t)r * cols + j];
+    span_store(t, at, (size_t)cols, x);
+  }
+}
+
+struct backward_args {
+  struct tensor dq, dk, dv, dout, out, lse, q, k, v;
+  const struct head_layout *hl;
+};
+
+/* Key tile kj of kv head g in batch b: dk and dv summed over every query head sharing g
+ * and every query tile that sees kj. */
+static void kv_tile_backward(const struct backward_args *a, int b, int g, int kj) {
+  const struct head_layout *hl = a->hl;
+  int T = hl->T, hs = hl->hs, group = hl->NH / hl->NKV;
+  float scale = 1.0f / sqrtf((float)hs);
+  struct backward_tiles w = backward_tiles_of(hs);
+  struct query_rows x = w.x;
+  float *kf = w.k, *vf = w.v, *dkf = w.sum1, *dvf = w.sum2, *p = w.p, *ds = w.ds;
+  struct tile kt = tile_of(kj, T);
+  size_t kva = head_at(hl, hl->kvs, b, g) + (size_t)kt.r0 * hl->kvs;
+  kv_tile_in(a->k, a->v, kva, kt, hl, kf, vf);
+  for (int h = g * group; h < (g + 1) * group; h++) {
+    for (int qi = kj; qi < tiles_of(T); qi++) {
+      struct tile qt = tile_of(qi, T);
+      query_rows_in(&x, a->q, a->dout, a->out, a->lse, hl, b, h, qt);
+      probabilities(p, &x, kf, qt, kt, hs, scale);
+      if (a->dk.data) score_grads(ds, p, &x, vf, qt, kt, hs, a->dout.dtype);
+      if (a->dv.data) {
+        for (int r = 0; r < qt.n; r++) dtype_round(a->dout.dtype, p + (size_t)r * ATTENTION_TILE, (size_t)kt.n);
+        onednn_sgemm(1, 0, kt.n, hs, qt.n, 1.0f, p, ATTENTION_TILE, x.dout, hs, 1.0f, dvf, hs);
+      }
+      if (a->dk.data) onednn_sgemm(1, 0, kt.n, hs, qt.n, scale, ds, ATTENTION_TILE, x.q, hs, 1.0f, dkf, hs);
+    }
+  }
+  float *row = x.q; /* free now: a row's widening */
+  if (a->dk.data) rows_add(a->dk, kva, kt.n, hs, (size_t)hl->kvs, dkf, row);
+  if (a->dv.data) rows_add(a->dv, kva, kt.n, hs, (size_t)hl->kvs, dvf, row);
+}
+
+/* Query tile qi of head h in batch b: dq over the key tiles it sees. */
+static void q_tile_backward(const struct backward_args *a, int b, int h, int qi) {
+  const struct head_layout *hl = a->hl;
+  int T = hl->T, hs = hl->hs;
+  float scale = 1.0f / sqrtf((float)hs);
+  struct backward_tiles w = backward_tiles_of(hs);
+  struct query_rows x = w.x;
+  float *kf = w.k, *vf = w.v, *dqf = w.sum1, *row = w.sum2, *p = w.p, *ds = w.ds;
+  struct tile qt = tile_of(qi, T);
+  size_t kva = head_at(hl, hl->kvs, b, h / (hl->NH / hl->NKV));
+  query_rows_in(&x, a->q, a->dout, a->out, a->lse, hl, b, h, qt);
+  for (int kj = 0; kj <= qi; kj++) {
+    struct tile kt = tile_of(kj, T);
+    kv_tile_in(a->k, a->v, kva + (size_t)kt.r0 * hl->kvs, kt, hl, kf, vf);
+    probabilities(p, &x, kf, qt, kt, hs, scale);
+    score_grads(ds, p, &x, vf, qt, kt, hs, a->dout.dtype);
+    onednn_sgemm(0, 0, qt.n, hs, kt.n, scale, ds, ATTENTION_TILE, kf, hs, 1.0f, dqf, hs);
+  }
+  rows_add(a->dq, head_at(hl, hl->qs, b, h) + (size_t)qt.r0 * hl->qs, qt.n, hs, (size_t)hl->qs, dqf, row);
+}
+
+static void attention_backward(const struct backward_args *a) {
+  const struct head_layout *hl = a->hl;
+  int nt = tiles_of(hl->T);
+  if (a->dk.data || a->dv.data) {
+#pragma omp parallel for collapse(3) schedule(dynamic)
+    for (int j = 0; j < nt; j++)
+      for (int b = 0; b < hl->B; b++)
+        for (int g = 0; g < hl->NKV; g++) kv_tile_backward(a, b, g, j);
+  }
+  if (a->dq.data) {
+#pragma omp parallel for collapse(3) schedule(dynamic)
+    for (int i = 0; i < nt; i++)
+      for (int b = 0; b < hl->B; b++)
+        for (int h = 0; h < hl->NH; h++) q_tile_backward(a, b, h, nt - 1 - i);
+  }
+}
+
+/* ---- GPT-2's packed heads and Llama's ---- */
 
 /* GPT-2's packed qkv (B, T, 3C): q, k and v side by side in each row, NKV = NH. */
-static struct head_layout packed_heads(struct tensor att, int C) {
-  int NH = dim(att, 1);
-  return (struct head_layout){dim(att, 0), dim(att, 2), NH, NH, C / NH, 3 * C, 3 * C};
+static struct head_layout packed_heads(struct tensor lse, int C) {
+  int NH = dim(lse, 1);
+  return (struct head_layout){dim(lse, 0), dim(lse, 2), NH, NH, C / NH, 3 * C, 3 * C};
 }
 
 /* Llama's q (B, T, NH, hd), k and v (B, T, NKV, hd). */
@@ -235,8 +291,9 @@ static struct head_layout gqa_heads(struct tensor q, struct tensor k) {
 }
 
 /* Part i (0: q, 1: k, 2: v) of a packed qkv (B, T, 3C), or of its gradient: a view from
- * its first element on, whose positions are 3C apart. */
+ * its first element on, whose positions are 3C apart (none where qkv has no data). */
 static struct tensor packed_part(struct tensor qkv, int C, int i) {
+  if (!qkv.data) return qkv;
   size_t first = (size_t)i * C;
   return tensor_slice(&qkv, first, tensor_numel(&qkv) - first);
 }
@@ -244,8 +301,8 @@ static struct tensor packed_part(struct tensor qkv, int C, int i) {
 void cpu_attention_forward(void *p) {
   const struct attention_args *a = p;
   int C = cols(a->out);
-  struct head_layout hl = packed_heads(a->att, C);
-  attention_forward(a->out, a->att, packed_part(a->qkv, C, 0), packed_part(a->qkv, C, 1), packed_part(a->qkv, C, 2),
+  struct head_layout hl = packed_heads(a->lse, C);
+  attention_forward(a->out, a->lse, packed_part(a->qkv, C, 0), packed_part(a->qkv, C, 1), packed_part(a->qkv, C, 2),
                     &hl);
 }
 
@@ -253,20 +310,22 @@ void cpu_attention_backward(void *p) {
   const struct attention_backward_args *a = p;
   if (!a->dqkv.data) return;
   int C = cols(a->dout);
-  struct head_layout hl = packed_heads(a->att, C);
-  attention_backward(packed_part(a->dqkv, C, 0), packed_part(a->dqkv, C, 1), packed_part(a->dqkv, C, 2), a->dout,
-                     packed_part(a->qkv, C, 0), packed_part(a->qkv, C, 1), packed_part(a->qkv, C, 2), a->att,
-                     a->scratch, &hl);
+  struct head_layout hl = packed_heads(a->lse, C);
+  struct backward_args x = {packed_part(a->dqkv, C, 0), packed_part(a->dqkv, C, 1), packed_part(a->dqkv, C, 2),
+                            a->dout, a->out, a->lse, packed_part(a->qkv, C, 0), packed_part(a->qkv, C, 1),
+                            packed_part(a->qkv, C, 2), &hl};
+  attention_backward(&x);
 }
 
 void cpu_gqa_attention_forward(void *p) {
   const struct gqa_attention_args *a = p;
   struct head_layout hl = gqa_heads(a->q, a->k);
-  attention_forward(a->out, a->att, a->q, a->k, a->v, &hl);
+  attention_forward(a->out, a->lse, a->q, a->k, a->v, &hl);
 }
 
 void cpu_gqa_attention_backward(void *p) {
   const struct gqa_attention_backward_args *a = p;
   struct head_layout hl = gqa_heads(a->q, a->k);
-  attention_backward(a->dq, a->dk, a->dv, a->dout, a->q, a->k, a->v, a->att, a->scratch, &hl);
+  struct backward_args x = {a->dq, a->dk, a->dv, a->dout, a->out, a->lse, a->q, a->k, a->v, &hl};
+  attention_backward(&x);
 }

@@ -4,31 +4,32 @@
 #include "typed.h"
 
 /* Query i of n (position p = L - n + i), head h with kv head g = h / (NH / NKV):
- * s_j = q . k_j / sqrt(hd) for j <= p, out = sum_j exp(s_j - max_j s_j) v_j / sum_j exp(s_j - max_j s_j).
- * Two passes over the keys (the maximum, then the weighted sum into o) need no scratch
- * beyond the row; a decode step has few queries, so recomputing the dot products is
- * cheap. k and v: the kv head's rows, ldkv floats apart. */
+ * s_j = q . k_j / sqrt(hd) for j <= p, out = softmax(s) v, in one pass over the keys with
+ * the online softmax of the training attention (attention.c): a running maximum m and
+ * sum l, the row o rescaled by exp(m - m') when the maximum grows, divided by l at the
+ * end. k and v: the kv head's rows, ldkv floats apart. */
 static void cached_head(float *o, const float *qi, const float *k, const float *v, size_t ldkv, int last, int hd,
                         float scale) {
-  float maxval = -INFINITY;
-  for (int j = 0; j <= last; j++) {
-    const float *kj = k + (size_t)j * ldkv;
-    float s = 0.0f;
-    for (int e = 0; e < hd; e++) s += qi[e] * kj[e];
-    s *= scale;
-    maxval = s > maxval ? s : maxval;
-  }
-  float sum = 0.0f;
+  float m = -INFINITY, l = 0.0f;
   for (int e = 0; e < hd; e++) o[e] = 0.0f;
   for (int j = 0; j <= last; j++) {
     const float *kj = k + (size_t)j * ldkv, *vj = v + (size_t)j * ldkv;
     float s = 0.0f;
+#pragma omp simd reduction(+ : s)
     for (int e = 0; e < hd; e++) s += qi[e] * kj[e];
-    float w = expf(s * scale - maxval);
-    sum += w;
+    s *= scale;
+    if (s > m) {
+      float rescale = expf(m - s);
+      l *= rescale;
+      for (int e = 0; e < hd; e++) o[e] *= rescale;
+      m = s;
+    }
+    float w = expf(s - m);
+    l += w;
+#pragma omp simd
     for (int e = 0; e < hd; e++) o[e] += w * vj[e];
   }
-  float inv = 1.0f / sum;
+  float inv = 1.0f / l;
   for (int e = 0; e < hd; e++) o[e] *= inv;
 }
 

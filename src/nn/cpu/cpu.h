@@ -19,8 +19,6 @@ static inline int rows(struct tensor t) { return (int)tensor_rows(&t); }
 static inline int cols(struct tensor t) { return (int)tensor_cols(&t); }
 static inline int numel(struct tensor t) { return (int)tensor_numel(&t); }
 
-size_t cpu_attention_backward_scratch(const struct tensor *att);
-
 /* The calling thread's scratch, at least bytes long and 64-byte aligned: kept for the
  * thread's next request, which may move it (scratch.c). */
 void *cpu_scratch(size_t bytes);
@@ -36,8 +34,7 @@ void cpu_attention_backward(void *args);
 void cpu_gelu_forward(void *args);
 void cpu_gelu_backward(void *args);
 void cpu_residual_forward(void *args);
-void cpu_softmax_crossentropy_forward(void *args);
-void cpu_softmax_crossentropy_backward(void *args);
+void cpu_classifier(void *args);
 void cpu_rmsnorm_forward(void *args);
 void cpu_rmsnorm_backward(void *args);
 void cpu_rope_table(void *args);

@@ -20,9 +20,16 @@
 
 enum { A, B, BIAS, C, OPERANDS };
 
+/* An operand's elements as runs of contiguous ones: count runs of len, each stride
+ * elements after the one before. */
+struct runs {
+  size_t count, len, stride;
+};
+
 /* A primitive with the memory objects it runs on: they hold a problem's layouts, and
  * each call only points them at its data. An fp16 problem that oneDNN cannot run on
- * this CPU (its fp16 kernels need AVX512-FP16) runs as its fp32 twin on widened copies:
+ * this CPU (its fp16 kernels need AVX512-FP16) runs as its fp32 twin on widened copies,
+ * compact (a head's rows of a wide activation are copied, not the gaps between them):
  * widening is exact, so the product still accumulates in fp32 and c is rounded once,
  * as the fp16 kernel would do it. */
 struct cached_matmul {
@@ -30,8 +37,8 @@ struct cached_matmul {
   dnnl_primitive_t primitive;
   dnnl_memory_t mem[OPERANDS]; /* mem[BIAS] NULL without a bias */
   dnnl_memory_t scratchpad;    /* NULL: the primitive needs none */
-  int widened;                 /* fp16 operands, passed to the primitive as fp32 */
-  size_t span[OPERANDS];       /* elements from an operand's first to its last, gaps included */
+  int widened[OPERANDS];       /* fp16 operands, passed to the primitive as compact fp32 copies */
+  struct runs runs[OPERANDS];  /* of a widened operand */
 };
 
 /* A buffer that only grows, so that a steady step allocates nothing. */
@@ -40,20 +47,28 @@ struct buffer {
   size_t bytes;
 };
 
-/* One engine and stream for the process, the primitives seen so far, and the buffers
- * they share: one scratchpad (user mode, so that oneDNN keeps no buffer per thread) and
- * the fp32 copies of widened operands. The mutex makes products from several threads
- * run one at a time: only a stream's thread calls them, and two would fight for the
- * cores anyway. */
+/* The primitives seen so far by one runner of products, and the buffers they share: one
+ * scratchpad (user mode, so that oneDNN keeps no buffer per thread) and the fp32 copies
+ * of widened operands. One for onednn_matmul, whose products run one at a time under
+ * lib.mutex (only a stream's thread calls it, and two would fight for the cores anyway),
+ * and one per thread for onednn_matmul_alone. */
+struct cache {
+  struct cached_matmul *entries;
+  size_t count, capacity;
+  dnnl_stream_t stream;
+  struct buffer scratchpad, wide[OPERANDS];
+};
+
+/* One engine for the process. A thread's own cache goes when the thread ends. */
 static struct {
   pthread_mutex_t mutex;
+  pthread_once_t once;
+  pthread_key_t owner;
   dnnl_engine_t engine;
-  dnnl_stream_t stream;
-  struct cached_matmul *cache;
-  size_t count, capacity;
-  struct buffer scratchpad, wide[OPERANDS];
-  uint64_t created;
-} lib = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+  struct cache team;
+  _Atomic uint64_t created;
+} lib = {.mutex = PTHREAD_MUTEX_INITIALIZER, .once = PTHREAD_ONCE_INIT};
+static _Thread_local struct cache *own;
 
 static void check(dnnl_status_t status, const char *call) {
   if (status != dnnl_success) fsdp_fatal("oneDNN: %s failed: %s", call, dnnl_status2str(status));
@@ -69,13 +84,39 @@ static void *reserve(struct buffer *b, size_t bytes) {
   return b->data;
 }
 
-struct onednn_operand onednn_matrix(int64_t rows, int64_t cols) {
-  return (struct onednn_operand){{rows, cols}, {cols, 1}};
+static void cache_free(void *p) {
+  struct cache *c = p;
+  for (size_t i = 0; i < c->count; i++) {
+    struct cached_matmul *e = &c->entries[i];
+    DNNL(dnnl_primitive_destroy(e->primitive));
+    for (int j = 0; j < OPERANDS; j++)
+      if (e->mem[j]) DNNL(dnnl_memory_destroy(e->mem[j]));
+    if (e->scratchpad) DNNL(dnnl_memory_destroy(e->scratchpad));
+  }
+  if (c->stream) DNNL(dnnl_stream_destroy(c->stream));
+  free(c->entries);
+  free(c->scratchpad.data);
+  for (int j = 0; j < OPERANDS; j++) free(c->wide[j].data);
+  free(c);
 }
 
-struct onednn_operand onednn_transposed(int64_t rows, int64_t cols) {
-  return (struct onednn_operand){{cols, rows}, {1, cols}};
+static void start(void) {
+  DNNL(dnnl_engine_create(&lib.engine, dnnl_cpu, 0));
+  if (pthread_key_create(&lib.owner, cache_free) != 0)
+    fsdp_fatal("oneDNN matmul: cannot create the threads' cache key");
 }
+
+struct onednn_operand onednn_matrix_rows(int64_t rows, int64_t cols, int64_t ld) {
+  return (struct onednn_operand){{rows, cols}, {ld, 1}};
+}
+
+struct onednn_operand onednn_transposed_rows(int64_t rows, int64_t cols, int64_t ld) {
+  return (struct onednn_operand){{cols, rows}, {1, ld}};
+}
+
+struct onednn_operand onednn_matrix(int64_t rows, int64_t cols) { return onednn_matrix_rows(rows, cols, cols); }
+
+struct onednn_operand onednn_transposed(int64_t rows, int64_t cols) { return onednn_transposed_rows(rows, cols, cols); }
 
 static dnnl_data_type_t data_type(int64_t d) {
   switch (d) {
@@ -86,13 +127,33 @@ static dnnl_data_type_t data_type(int64_t d) {
   }
 }
 
+/* The dtype of each operand. */
+static void operand_dtypes(const struct onednn_matmul *m, int64_t d[OPERANDS]) {
+  d[A] = d[B] = m->dtype;
+  d[BIAS] = d[C] = m->c_fp32 ? DTYPE_F32 : m->dtype;
+}
+
 /* The bias as the primitive takes it: a (1, N) row. */
 static struct onednn_operand bias_row(const struct onednn_matmul *m) {
   return onednn_matrix(1, m->c.dims[1]);
 }
 
-static size_t span(const struct onednn_operand *o) {
-  return (size_t)(o->dims[0] - 1) * (size_t)o->strides[0] + (size_t)(o->dims[1] - 1) * (size_t)o->strides[1] + 1;
+/* A row-major operand's rows, or a transposed one's columns. */
+static struct runs runs_of(const struct onednn_operand *o) {
+  int by_rows = o->strides[1] == 1;
+  if (!by_rows && o->strides[0] != 1) fsdp_fatal("oneDNN matmul: an operand with neither stride 1");
+  return by_rows ? (struct runs){(size_t)o->dims[0], (size_t)o->dims[1], (size_t)o->strides[0]}
+                 : (struct runs){(size_t)o->dims[1], (size_t)o->dims[0], (size_t)o->strides[1]};
+}
+
+/* The same matrix, its runs side by side. */
+static struct onednn_operand compact(const struct onednn_operand *o) {
+  struct onednn_operand c = *o;
+  if (o->strides[1] == 1)
+    c.strides[0] = o->dims[1];
+  else
+    c.strides[1] = o->dims[0];
+  return c;
 }
 
 static dnnl_primitive_attr_t attributes(const struct onednn_matmul *m) {
@@ -109,16 +170,15 @@ static dnnl_primitive_attr_t attributes(const struct onednn_matmul *m) {
   return attr;
 }
 
-/* The primitive's descriptor for m's layouts, its operands in dtype. */
-static dnnl_status_t describe(const struct onednn_matmul *m, int64_t dtype, dnnl_memory_desc_t md[OPERANDS],
+/* The primitive's descriptor for m with its operands in these layouts and dtypes. */
+static dnnl_status_t describe(const struct onednn_matmul *m, const struct onednn_operand layout[OPERANDS],
+                              const int64_t dtypes[OPERANDS], dnnl_memory_desc_t md[OPERANDS],
                               dnnl_primitive_desc_t *pd) {
-  struct onednn_operand bias = bias_row(m);
-  const struct onednn_operand *layout[OPERANDS] = {&m->a, &m->b, &bias, &m->c};
   for (int i = 0; i < OPERANDS; i++) {
     dnnl_dims_t dims = {0}, strides = {0};
-    memcpy(dims, layout[i]->dims, sizeof layout[i]->dims);
-    memcpy(strides, layout[i]->strides, sizeof layout[i]->strides);
-    DNNL(dnnl_memory_desc_init_by_strides(&md[i], 2, dims, data_type(dtype), strides));
+    memcpy(dims, layout[i].dims, sizeof layout[i].dims);
+    memcpy(strides, layout[i].strides, sizeof layout[i].strides);
+    DNNL(dnnl_memory_desc_init_by_strides(&md[i], 2, dims, data_type(dtypes[i]), strides));
   }
   dnnl_matmul_desc_t desc;
   DNNL(dnnl_matmul_desc_init(&desc, &md[A], &md[B], m->bias ? &md[BIAS] : NULL, &md[C]));
@@ -128,31 +188,35 @@ static dnnl_status_t describe(const struct onednn_matmul *m, int64_t dtype, dnnl
   return status;
 }
 
-static struct cached_matmul create(const struct onednn_matmul *m) {
+static struct cached_matmul create(struct cache *c, const struct onednn_matmul *m) {
   struct cached_matmul e = {.key = *m};
+  int64_t dtypes[OPERANDS];
+  operand_dtypes(m, dtypes);
+  struct onednn_operand layout[OPERANDS] = {m->a, m->b, bias_row(m), m->c};
   dnnl_memory_desc_t md[OPERANDS];
   dnnl_primitive_desc_t pd;
-  dnnl_status_t status = describe(m, m->dtype, md, &pd);
+  dnnl_status_t status = describe(m, layout, dtypes, md, &pd);
   if (status == dnnl_unimplemented && m->dtype == DTYPE_F16) {
-    status = describe(m, DTYPE_F32, md, &pd);
-    e.widened = 1;
+    for (int i = 0; i < OPERANDS; i++) {
+      e.widened[i] = dtypes[i] == DTYPE_F16;
+      if (e.widened[i]) e.runs[i] = runs_of(&layout[i]), layout[i] = compact(&layout[i]);
+      dtypes[i] = DTYPE_F32;
+    }
+    status = describe(m, layout, dtypes, md, &pd);
   }
   if (status != dnnl_success) {
-    fsdp_fatal("oneDNN has no %s matmul for (%lld x %lld) @ (%lld x %lld)%s%s: %s", dtype_name((enum dtype)m->dtype),
+    fsdp_fatal("oneDNN has no %s matmul for (%lld x %lld) @ (%lld x %lld)%s%s%s: %s", dtype_name((enum dtype)m->dtype),
                (long long)m->a.dims[0], (long long)m->a.dims[1], (long long)m->b.dims[0], (long long)m->b.dims[1],
-               m->bias ? ", bias" : "", m->accumulate ? ", accumulating" : "", dnnl_status2str(status));
+               m->c_fp32 ? " into fp32" : "", m->bias ? ", bias" : "", m->accumulate ? ", accumulating" : "",
+               dnnl_status2str(status));
   }
-  struct onednn_operand bias = bias_row(m);
-  const struct onednn_operand *layout[OPERANDS] = {&m->a, &m->b, &bias, &m->c};
-  for (int i = 0; i < OPERANDS; i++) {
-    e.span[i] = span(layout[i]);
+  for (int i = 0; i < OPERANDS; i++)
     if (i != BIAS || m->bias) DNNL(dnnl_memory_create(&e.mem[i], &md[i], lib.engine, DNNL_MEMORY_NONE));
-  }
   const dnnl_memory_desc_t *scratch = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
   size_t scratch_bytes = scratch ? dnnl_memory_desc_get_size(scratch) : 0;
   if (scratch_bytes > 0) {
     DNNL(dnnl_memory_create(&e.scratchpad, scratch, lib.engine, DNNL_MEMORY_NONE));
-    reserve(&lib.scratchpad, scratch_bytes);
+    reserve(&c->scratchpad, scratch_bytes);
   }
   DNNL(dnnl_primitive_create(&e.primitive, pd));
   DNNL(dnnl_primitive_desc_destroy(pd));
@@ -160,36 +224,35 @@ static struct cached_matmul create(const struct onednn_matmul *m) {
   return e;
 }
 
-/* The cached primitive of m, created if m is new; under lib.mutex. A few dozen problems
- * in a model, so a linear search costs nothing next to the product. */
-static struct cached_matmul *lookup(const struct onednn_matmul *m) {
-  for (size_t i = 0; i < lib.count; i++)
-    if (memcmp(&lib.cache[i].key, m, sizeof *m) == 0) return &lib.cache[i];
-  if (!lib.engine) {
-    DNNL(dnnl_engine_create(&lib.engine, dnnl_cpu, 0));
-    DNNL(dnnl_stream_create(&lib.stream, lib.engine, dnnl_stream_default_flags));
+/* The cached primitive of m, created if m is new. A few dozen problems in a model, so a
+ * linear search costs nothing next to the product. */
+static struct cached_matmul *lookup(struct cache *c, const struct onednn_matmul *m) {
+  for (size_t i = 0; i < c->count; i++)
+    if (memcmp(&c->entries[i].key, m, sizeof *m) == 0) return &c->entries[i];
+  pthread_once(&lib.once, start);
+  if (!c->stream) DNNL(dnnl_stream_create(&c->stream, lib.engine, dnnl_stream_default_flags));
+  if (c->count == c->capacity) {
+    c->capacity = c->capacity ? 2 * c->capacity : 32;
+    struct cached_matmul *grown = realloc(c->entries, c->capacity * sizeof *grown);
+    if (!grown) fsdp_fatal("oneDNN matmul: out of memory for %zu cached primitives", c->capacity);
+    c->entries = grown;
   }
-  if (lib.count == lib.capacity) {
-    lib.capacity = lib.capacity ? 2 * lib.capacity : 32;
-    struct cached_matmul *grown = realloc(lib.cache, lib.capacity * sizeof *grown);
-    if (!grown) fsdp_fatal("oneDNN matmul: out of memory for %zu cached primitives", lib.capacity);
-    lib.cache = grown;
-  }
-  lib.cache[lib.count] = create(m);
-  return &lib.cache[lib.count++];
+  c->entries[c->count] = create(c, m);
+  return &c->entries[c->count++];
 }
 
-void onednn_matmul(const struct onednn_matmul *m, const void *a, const void *b, const void *bias, void *c) {
-  pthread_mutex_lock(&lib.mutex);
-  struct cached_matmul *e = lookup(m);
+static void run(struct cache *c, const struct onednn_matmul *m, const void *a, const void *b, const void *bias,
+                void *out) {
+  struct cached_matmul *e = lookup(c, m);
   /* oneDNN's memory objects take non-const handles; the primitive only reads a, b and bias. */
-  void *data[OPERANDS] = {(void *)a, (void *)b, (void *)bias, c};
+  void *data[OPERANDS] = {(void *)a, (void *)b, (void *)bias, out};
   for (int i = 0; i < OPERANDS; i++) {
-    if (!e->widened || !e->mem[i]) continue;
-    float *wide = reserve(&lib.wide[i], e->span[i] * sizeof(float));
-    /* c too, whether or not the product accumulates: the gaps of a strided c are
-     * written back as they were. */
-    dtype_unpack(DTYPE_F16, data[i], wide, e->span[i]);
+    if (!e->widened[i] || !e->mem[i]) continue;
+    const struct runs *r = &e->runs[i];
+    float *wide = reserve(&c->wide[i], r->count * r->len * sizeof(float));
+    if (i != C || m->accumulate)
+      for (size_t j = 0; j < r->count; j++)
+        dtype_unpack(DTYPE_F16, (const uint16_t *)data[i] + j * r->stride, wide + j * r->len, r->len);
     data[i] = wide;
   }
   dnnl_exec_arg_t args[OPERANDS + 1];
@@ -201,13 +264,30 @@ void onednn_matmul(const struct onednn_matmul *m, const void *a, const void *b, 
     args[nargs++] = (dnnl_exec_arg_t){arg_of[i], e->mem[i]};
   }
   if (e->scratchpad) {
-    DNNL(dnnl_memory_set_data_handle(e->scratchpad, lib.scratchpad.data));
+    DNNL(dnnl_memory_set_data_handle(e->scratchpad, c->scratchpad.data));
     args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->scratchpad};
   }
-  DNNL(dnnl_primitive_execute(e->primitive, lib.stream, nargs, args));
-  DNNL(dnnl_stream_wait(lib.stream));
-  if (e->widened) dtype_pack(DTYPE_F16, data[C], c, e->span[C]);
+  DNNL(dnnl_primitive_execute(e->primitive, c->stream, nargs, args));
+  DNNL(dnnl_stream_wait(c->stream));
+  if (e->widened[C])
+    for (size_t j = 0; j < e->runs[C].count; j++)
+      dtype_pack(DTYPE_F16, (const float *)data[C] + j * e->runs[C].len, (uint16_t *)out + j * e->runs[C].stride,
+                 e->runs[C].len);
+}
+
+void onednn_matmul(const struct onednn_matmul *m, const void *a, const void *b, const void *bias, void *c) {
+  pthread_mutex_lock(&lib.mutex);
+  run(&lib.team, m, a, b, bias, c);
   pthread_mutex_unlock(&lib.mutex);
+}
+
+void onednn_matmul_alone(const struct onednn_matmul *m, const void *a, const void *b, const void *bias, void *c) {
+  if (!own) {
+    pthread_once(&lib.once, start);
+    own = calloc(1, sizeof *own);
+    if (!own || pthread_setspecific(lib.owner, own) != 0) fsdp_fatal("oneDNN matmul: cannot make a thread's cache");
+  }
+  run(own, m, a, b, bias, c);
 }
 
 void onednn_sgemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *a,
@@ -215,9 +295,4 @@ void onednn_sgemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, flo
   DNNL(dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, a, lda, b, ldb, beta, c, ldc));
 }
 
-uint64_t onednn_primitives_created(void) {
-  pthread_mutex_lock(&lib.mutex);
-  uint64_t n = lib.created;
-  pthread_mutex_unlock(&lib.mutex);
-  return n;
-}
+uint64_t onednn_primitives_created(void) { return lib.created; }

@@ -2,11 +2,13 @@
  *
  * onednn_matmul: c (M, N) = a (M, K) @ b (K, N) (+ bias) (+ c) on oneDNN's matmul
  * primitive. An operand is any strided matrix (a transposed one is only a layout).
- * a, b, bias and c share one dtype (fp32, bf16 or fp16); the products accumulate in fp32
- * and c is rounded once. A primitive is created the first
+ * a and b share one dtype (fp32, bf16 or fp16), and so do bias and c: a and b's, or fp32;
+ * the products accumulate in fp32 and c is rounded once. A primitive is created the first
  * time a problem is seen and kept for the process: a steady step creates none. Products
  * run one at a time on the calling thread's OpenMP team (OMP_NUM_THREADS), the pool the
- * other CPU kernels use; inside a parallel region they run single-threaded. */
+ * other CPU kernels use. onednn_matmul_alone runs one single-threaded on the calling
+ * thread, with primitives of that thread's own: the threads of a parallel region run
+ * theirs side by side (attention's heads). */
 #ifndef FSDP_NN_CPU_ONEDNN_H
 #define FSDP_NN_CPU_ONEDNN_H
 
@@ -22,17 +24,22 @@ struct onednn_operand {
 /* The problem, which is also the key of its primitive: all 8-byte fields, no padding,
  * so that two problems are the same exactly when their bytes are. */
 struct onednn_matmul {
-  int64_t dtype; /* enum dtype */
+  int64_t dtype;  /* enum dtype, of a and b */
+  int64_t c_fp32; /* 1: c and the bias are fp32, 0: they are in dtype */
   struct onednn_operand a, b, c;
-  int64_t bias;       /* 1: bias (N values, dtype) is added to every row of c */
+  int64_t bias;       /* 1: bias (N values, c's dtype) is added to every row of c */
   int64_t accumulate; /* 1: c += the product, 0: c = the product */
 };
 
-/* A row-major matrix (rows, cols), or its transpose seen as a (cols, rows) matrix. */
+/* A row-major matrix (rows, cols), or its transpose seen as a (cols, rows) matrix; the
+ * _rows forms for one whose rows are ld elements apart (a head's slice of an activation). */
 struct onednn_operand onednn_matrix(int64_t rows, int64_t cols);
 struct onednn_operand onednn_transposed(int64_t rows, int64_t cols);
+struct onednn_operand onednn_matrix_rows(int64_t rows, int64_t cols, int64_t ld);
+struct onednn_operand onednn_transposed_rows(int64_t rows, int64_t cols, int64_t ld);
 
 void onednn_matmul(const struct onednn_matmul *m, const void *a, const void *b, const void *bias, void *c);
+void onednn_matmul_alone(const struct onednn_matmul *m, const void *a, const void *b, const void *bias, void *c);
 
 /* c (M, N) = alpha * op(a) @ op(b) + beta * c in fp32, row-major with leading dimensions
  * lda, ldb, ldc, op transposing where trans_a / trans_b is 1: BLAS's sgemm, oneDNN's.

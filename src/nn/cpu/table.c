@@ -1,15 +1,17 @@
 #include "cpu.h"
 
-/* The layer kernels take fp32, bf16 and fp16 (typed.h); a training step still computes
- * in fp32 on the CPU, from the 16-bit parameters' rounded values. */
-static enum dtype cpu_compute_dtype(enum dtype param_dtype) {
-  (void)param_dtype;
-  return DTYPE_F32;
-}
+/* The CPU computes in the parameters' dtype, as a GPU does: 16-bit parameters are
+ * gathered, and their activations and gradients stored, in 16 bits (typed.h, onednn.h). */
+static enum dtype cpu_compute_dtype(enum dtype param_dtype) { return param_dtype; }
 
-/* The CPU sums into a register. */
+/* The CPU sums into a register, and sorts the embedding's positions in host memory of its own. */
 static size_t cpu_no_scratch(size_t n) {
   (void)n;
+  return 0;
+}
+static size_t cpu_no_scratch_2d(size_t n, size_t m) {
+  (void)n;
+  (void)m;
   return 0;
 }
 
@@ -17,8 +19,9 @@ const struct nn_backend NN_CPU = {
     .name = "cpu",
     .compute_dtype = cpu_compute_dtype,
     .computes_in = 1u << DTYPE_F32 | 1u << DTYPE_BF16 | 1u << DTYPE_F16,
-    .attention_backward_scratch = cpu_attention_backward_scratch,
     .sum_scratch = cpu_no_scratch,
+    .encoder_backward_scratch = cpu_no_scratch_2d,
+    .column_sums_scratch = cpu_no_scratch_2d,
     .encoder_forward = cpu_encoder_forward,
     .encoder_backward = cpu_encoder_backward,
     .layernorm_forward = cpu_layernorm_forward,
@@ -30,8 +33,7 @@ const struct nn_backend NN_CPU = {
     .gelu_forward = cpu_gelu_forward,
     .gelu_backward = cpu_gelu_backward,
     .residual_forward = cpu_residual_forward,
-    .softmax_crossentropy_forward = cpu_softmax_crossentropy_forward,
-    .softmax_crossentropy_backward = cpu_softmax_crossentropy_backward,
+    .classifier = cpu_classifier,
     .rmsnorm_forward = cpu_rmsnorm_forward,
     .rmsnorm_backward = cpu_rmsnorm_backward,
     .rope_table = cpu_rope_table,

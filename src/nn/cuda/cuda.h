@@ -17,7 +17,6 @@ void cuda_init_normal(void *args);
 void cuda_adamw(void *args);
 
 /* GPT-2's layers: layers_gpt2.c, matmul.c, attention.c. */
-size_t cuda_gpt2_attention_backward_scratch(const struct tensor *att);
 void cuda_encoder_forward(void *args);
 void cuda_encoder_backward(void *args);
 void cuda_layernorm_forward(void *args);
@@ -29,10 +28,8 @@ void cuda_attention_backward(void *args);
 void cuda_gelu_forward(void *args);
 void cuda_gelu_backward(void *args);
 void cuda_residual_forward(void *args);
-void cuda_softmax_crossentropy_forward(void *args);
-void cuda_softmax_crossentropy_backward(void *args);
-/* Llama 3's ops (layers_llama.c). */
-size_t cuda_gqa_attention_backward_scratch(const struct tensor *att);
+void cuda_classifier(void *args);
+/* Llama 3's ops (layers_llama.c; attention's in attention.c). */
 void cuda_rmsnorm_forward(void *args);
 void cuda_rmsnorm_backward(void *args);
 void cuda_rope_table(void *args);
@@ -42,6 +39,7 @@ void cuda_swiglu_forward(void *args);
 void cuda_swiglu_backward(void *args);
 void cuda_gqa_attention_forward(void *args);
 void cuda_gqa_attention_backward(void *args);
+void cuda_cached_attention_forward(void *args);
 void cuda_init_trunc_normal(void *args);
 
 #endif

@@ -7,11 +7,13 @@
  * A warp takes a row (GPT-2's C is 768 to 1600: a few dozen elements a lane), so the
  * row's sums need only shuffles; the variance is from centred values, in a second pass
  * over the row (which the L1 still holds), as the CPU computes it, so that it does not
- * cancel. mean and rstd stay fp32 in every compute dtype (the op's contract). The sums
+ * cancel. dweight and dbias are column sums over the rows, in two passes (colsum.cuh).
+ * mean and rstd stay fp32 in every compute dtype (the op's contract). The sums
  * run in another order than the CPU's: results differ by rounding. */
 #include "typed.cuh"
 #include "grid.cuh"
 #include "layers.h"
+#include "colsum.cuh"
 #include "reduce.cuh"
 
 static const float LN_EPS = 1e-5f;
@@ -68,37 +70,28 @@ static __global__ void layernorm_backward_input_kernel(void *dinp, const void *d
   }
 }
 
-/* Column sums over the N rows. A block takes 32 columns (a warp reads 32 neighbours of a
- * row: one coalesced access) with PARAM_LANES warps splitting the rows between them; the
- * warps' partial sums then add up in shared memory, in a fixed order, so that the result
- * is the same every run. */
-static const unsigned PARAM_LANES = 16;
+/* dweight's and dbias's terms of a row and column: dout * norm and dout. */
+template <enum dtype D>
+struct layernorm_param_terms {
+  const void *dout, *inp;
+  const float *mean, *rstd;
+  int C;
+  __device__ void operator()(size_t i, int c, float t[2]) const {
+    size_t at = i * C + c;
+    float d = load<D>(dout, at);
+    t[0] = d * (load<D>(inp, at) - mean[i]) * rstd[i];
+    t[1] = d;
+  }
+};
 
 template <enum dtype D>
-static __global__ void layernorm_backward_params_kernel(void *dweight, void *dbias, const void *dout,
-                                                        const void *inp, const void *mean, const void *rstd, int N,
-                                                        int C) {
-  __shared__ float weight_part[PARAM_LANES][WARP_SIZE + 1], bias_part[PARAM_LANES][WARP_SIZE + 1];
-  int c = blockIdx.x * WARP_SIZE + threadIdx.x;
-  float dw = 0.0f, db = 0.0f;
-  if (c < C)
-    for (int i = threadIdx.y; i < N; i += PARAM_LANES) {
-      size_t at = (size_t)i * C + c;
-      float d = load<D>(dout, at);
-      db += d;
-      dw += d * (load<D>(inp, at) - ((const float *)mean)[i]) * ((const float *)rstd)[i];
-    }
-  weight_part[threadIdx.y][threadIdx.x] = dw;
-  bias_part[threadIdx.y][threadIdx.x] = db;
-  __syncthreads();
-  if (threadIdx.y != 0 || c >= C) return;
-  for (unsigned y = 1; y < PARAM_LANES; y++) {
-    dw += weight_part[y][threadIdx.x];
-    db += bias_part[y][threadIdx.x];
+struct layernorm_param_add {
+  void *dweight, *dbias;
+  __device__ void operator()(int k, int c, float total) const {
+    void *g = k == 0 ? dweight : dbias;
+    if (g) store<D>(g, c, load<D>(g, c) + total);
   }
-  if (dweight) store<D>(dweight, c, load<D>(dweight, c) + dw);
-  if (dbias) store<D>(dbias, c, load<D>(dbias, c) + db);
-}
+};
 
 static unsigned row_blocks(int N) { return (N + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK; }
 
@@ -119,11 +112,10 @@ static cudaError_t layernorm_backward_input(void *dinp, const void *dout, const 
 
 template <enum dtype D>
 static cudaError_t layernorm_backward_params(void *dweight, void *dbias, const void *dout, const void *inp,
-                                             const void *mean, const void *rstd, int N, int C, cudaStream_t s) {
-  dim3 block(WARP_SIZE, PARAM_LANES);
-  unsigned blocks = (C + WARP_SIZE - 1) / WARP_SIZE;
-  layernorm_backward_params_kernel<D><<<blocks, block, 0, s>>>(dweight, dbias, dout, inp, mean, rstd, N, C);
-  return cudaGetLastError();
+                                             const void *mean, const void *rstd, int N, int C, void *scratch,
+                                             cudaStream_t s) {
+  layernorm_param_terms<D> terms = {dout, inp, (const float *)mean, (const float *)rstd, C};
+  return column_sums<2>(terms, layernorm_param_add<D>{dweight, dbias}, N, C, scratch, s);
 }
 
 cudaError_t gpu_layernorm_forward(enum dtype d, void *out, void *mean, void *rstd, const void *inp,
@@ -139,6 +131,6 @@ cudaError_t gpu_layernorm_backward_input(enum dtype d, void *dinp, const void *d
 
 cudaError_t gpu_layernorm_backward_params(enum dtype d, void *dweight, void *dbias, const void *dout,
                                           const void *inp, const void *mean, const void *rstd, int N, int C,
-                                          cudaStream_t s) {
-  BY_DTYPE(d, layernorm_backward_params, dweight, dbias, dout, inp, mean, rstd, N, C, s);
+                                          void *scratch, cudaStream_t s) {
+  BY_DTYPE(d, layernorm_backward_params, dweight, dbias, dout, inp, mean, rstd, N, C, scratch, s);
 }

@@ -17,15 +17,17 @@ extern "C" {
 
 #include "fsdp/dtype.h"
 
-/* encoder.cu. wpe NULL: no position embedding. The backward has one kernel per gradient. */
+/* encoder.cu. wpe NULL: no position embedding. The backward has a part per gradient; dwte's
+ * (V, C) takes encoder_backward_scratch_bytes(N, V) bytes of scratch (encoder.h). */
 cudaError_t gpu_encoder_forward(enum dtype d, void *out, const int *inp, const void *wte, const void *wpe, int N,
                                 int T, int C, cudaStream_t s);
-cudaError_t gpu_encoder_backward_wte(enum dtype d, void *dwte, const void *dout, const int *inp, int N, int C,
-                                     cudaStream_t s);
+cudaError_t gpu_encoder_backward_wte(enum dtype d, void *dwte, const void *dout, const int *inp, int N, int V,
+                                     int C, void *scratch, cudaStream_t s);
 cudaError_t gpu_encoder_backward_wpe(enum dtype d, void *dwpe, const void *dout, int B, int T, int C,
                                      cudaStream_t s);
 
-/* layernorm.cu. The backward's two kernels: dinp, and dweight and dbias (either NULL). */
+/* layernorm.cu. The backward's two parts: dinp, and dweight and dbias (either NULL) through
+ * colsum_scratch_bytes(N, 2 * C) bytes of scratch (colsum.h). */
 cudaError_t gpu_layernorm_forward(enum dtype d, void *out, void *mean, void *rstd, const void *inp,
                                   const void *weight, const void *bias, int N, int C, cudaStream_t s);
 cudaError_t gpu_layernorm_backward_input(enum dtype d, void *dinp, const void *dout, const void *inp,
@@ -33,7 +35,7 @@ cudaError_t gpu_layernorm_backward_input(enum dtype d, void *dinp, const void *d
                                          cudaStream_t s);
 cudaError_t gpu_layernorm_backward_params(enum dtype d, void *dweight, void *dbias, const void *dout,
                                           const void *inp, const void *mean, const void *rstd, int N, int C,
-                                          cudaStream_t s);
+                                          void *scratch, cudaStream_t s);
 
 /* gelu.cu, residual.cu: elementwise over n elements. */
 cudaError_t gpu_gelu_forward(enum dtype d, void *out, const void *inp, size_t n, cudaStream_t s);
@@ -41,22 +43,17 @@ cudaError_t gpu_gelu_backward(enum dtype d, void *dinp, const void *inp, const v
                               cudaStream_t s);
 cudaError_t gpu_residual_forward(enum dtype d, void *out, const void *a, const void *b, size_t n, cudaStream_t s);
 
-/* crossentropy.cu. probs may be logits. */
-cudaError_t gpu_crossentropy_forward(enum dtype d, void *probs, void *losses, const void *logits, const int *targets,
-                                     int N, int V, cudaStream_t s);
-cudaError_t gpu_crossentropy_backward(enum dtype d, void *dlogits, const void *probs, const int *targets, float dloss,
-                                      int N, int V, cudaStream_t s);
+/* classifier.cu: the fused classifier over rows of Vp logits, V of them the vocabulary's.
+ * dlogits may be logits; dlogits and losses may be NULL. */
+cudaError_t gpu_classifier(enum dtype d, void *dlogits, void *losses, const void *logits, const int *targets, int N,
+                           int V, int Vp, float dloss, cudaStream_t s);
 
 /* bias.cu: out (N, OC) = bias in every row (the matmul's bias where cuBLASLt's epilogue
- * cannot take it); dbias (OC) += the column sums of dout (N, OC). */
+ * cannot take it); dbias (OC) += the column sums of dout (N, OC), through
+ * colsum_scratch_bytes(N, OC) bytes of scratch (colsum.h). */
 cudaError_t gpu_bias_broadcast(enum dtype d, void *out, const void *bias, int N, int OC, cudaStream_t s);
-cudaError_t gpu_bias_backward(enum dtype d, void *dbias, const void *dout, int N, int OC, cudaStream_t s);
-
-/* softmax.cu: attention's causal softmax on rows of T scores, row r at query position
- * r % T, in place. The backward turns datt into the scores' gradient, in place. */
-cudaError_t gpu_causal_softmax_forward(enum dtype d, void *att, size_t rows, int T, cudaStream_t s);
-cudaError_t gpu_causal_softmax_backward(enum dtype d, void *datt, const void *att, size_t rows, int T,
-                                        cudaStream_t s);
+cudaError_t gpu_bias_backward(enum dtype d, void *dbias, const void *dout, int N, int OC, void *scratch,
+                              cudaStream_t s);
 
 #ifdef __cplusplus
 }

@@ -20,7 +20,9 @@ void cuda_encoder_backward(void *p) {
   enum dtype d = a->dout.dtype;
   int B = (int)a->inp.shape[0], T = (int)a->inp.shape[1], C = (int)tensor_cols(&a->dout);
   cudaStream_t s = layer_stream();
-  if (a->dwte.data) layer_check(op, gpu_encoder_backward_wte(d, a->dwte.data, a->dout.data, a->inp.data, B * T, C, s));
+  if (a->dwte.data)
+    layer_check(op, gpu_encoder_backward_wte(d, a->dwte.data, a->dout.data, a->inp.data, B * T,
+                                             (int)a->dwte.shape[0], C, a->scratch, s));
   if (a->dwpe.data) layer_check(op, gpu_encoder_backward_wpe(d, a->dwpe.data, a->dout.data, B, T, C, s));
 }
 
@@ -43,7 +45,7 @@ void cuda_layernorm_backward(void *p) {
                                                  a->mean.data, a->rstd.data, N, C, s));
   if (a->dweight.data || a->dbias.data)
     layer_check(op, gpu_layernorm_backward_params(d, a->dweight.data, a->dbias.data, a->dout.data, a->inp.data,
-                                                  a->mean.data, a->rstd.data, N, C, s));
+                                                  a->mean.data, a->rstd.data, N, C, a->scratch, s));
 }
 
 void cuda_gelu_forward(void *p) {
@@ -64,16 +66,9 @@ void cuda_residual_forward(void *p) {
                                                        tensor_numel(&a->out), layer_stream()));
 }
 
-void cuda_softmax_crossentropy_forward(void *p) {
-  const struct crossentropy_args *a = p;
-  layer_check("softmax_crossentropy_forward",
-              gpu_crossentropy_forward(a->logits.dtype, a->probs.data, a->losses.data, a->logits.data, a->targets.data,
-                                       (int)tensor_rows(&a->logits), (int)tensor_cols(&a->logits), layer_stream()));
-}
-
-void cuda_softmax_crossentropy_backward(void *p) {
-  const struct crossentropy_backward_args *a = p;
-  layer_check("softmax_crossentropy_backward",
-              gpu_crossentropy_backward(a->probs.dtype, a->dlogits.data, a->probs.data, a->targets.data, a->dloss,
-                                        (int)tensor_rows(&a->probs), (int)tensor_cols(&a->probs), layer_stream()));
+void cuda_classifier(void *p) {
+  const struct classifier_args *a = p;
+  layer_check("classifier", gpu_classifier(a->logits.dtype, a->dlogits.data, a->losses.data, a->logits.data,
+                                           a->targets.data, (int)tensor_rows(&a->logits), a->vocab,
+                                           (int)tensor_cols(&a->logits), a->dloss, layer_stream()));
 }

@@ -1,5 +1,5 @@
-/* Llama 3's ops on the GPU (RMSNorm, RoPE, SwiGLU, grouped-query attention, and the
- * truncated-normal init of its weights), twins of ../cpu/{rmsnorm,rope,swiglu,attention,
+/* Llama 3's ops on the GPU (RMSNorm, RoPE, SwiGLU, and the truncated-normal init of its
+ * weights; grouped-query attention is attention.c's), twins of ../cpu/{rmsnorm,rope,swiglu,
  * runtime}.c. Each launcher takes its tensors as the op's contract checked them, checks
  * that the kernels' int sizes hold them, and enqueues the kernels (llama_kernels.h) on
  * the op's stream; a launch that fails ends the job with the op's name. The layer ops take each tensor in its own dtype (the op's
@@ -34,7 +34,8 @@ void cuda_rmsnorm_backward(void *p) {
   const struct rmsnorm_backward_args *a = p;
   int N = as_int(tensor_rows(&a->inp)), C = as_int(tensor_cols(&a->inp));
   layer_check("rmsnorm_backward", gpu_rmsnorm_backward(buf(a->dinp), buf(a->dweight), buf(a->dout),
-                                                 buf(a->inp), buf(a->weight), buf(a->rstd), N, C, layer_stream()));
+                                                 buf(a->inp), buf(a->weight), buf(a->rstd), N, C, a->scratch,
+                                                       layer_stream()));
 }
 
 void cuda_rope_table(void *p) {
@@ -64,34 +65,6 @@ void cuda_swiglu_backward(void *p) {
   const struct swiglu_backward_args *a = p;
   layer_check("swiglu_backward", gpu_swiglu_backward(buf(a->dgate), buf(a->dup), buf(a->dout), buf(a->gate), buf(a->up),
                                                tensor_numel(&a->gate), layer_stream()));
-}
-
-/* nn.c has checked that the shapes agree; here, that the kernels take them: a block per
- * query row (b, h, t), as many as a grid's int range holds, and rows that fit a warp's
- * registers. */
-static struct gpu_gqa_shape gqa_shape(struct tensor q, struct tensor k) {
-  struct gpu_gqa_shape sh = {dim(q, 0), dim(q, 1), dim(q, 2), dim(k, 2), dim(q, 3)};
-  FSDP_CHECK(q.shape[0] * q.shape[1] * q.shape[2] <= INT_MAX);
-  if (sh.hd > GQA_HD_MAX) fsdp_fatal("nn: gqa_attention on cuda takes head dims up to %d, not %d", GQA_HD_MAX, sh.hd);
-  return sh;
-}
-
-void cuda_gqa_attention_forward(void *p) {
-  const struct gqa_attention_args *a = p;
-  layer_check("gqa_attention_forward", gpu_gqa_attention_forward(buf(a->out), buf(a->att), buf(a->q), buf(a->k), buf(a->v),
-                                                           gqa_shape(a->q, a->k), layer_stream()));
-}
-
-size_t cuda_gqa_attention_backward_scratch(const struct tensor *att) {
-  return gpu_gqa_attention_backward_scratch(dim(*att, 0), dim(*att, 1), dim(*att, 2));
-}
-
-void cuda_gqa_attention_backward(void *p) {
-  const struct gqa_attention_backward_args *a = p;
-  layer_check("gqa_attention_backward",
-        gpu_gqa_attention_backward(buf(a->dq), buf(a->dk), buf(a->dv), buf(a->dout),
-                                   buf(a->q), buf(a->k), buf(a->v), buf(a->att), a->scratch, gqa_shape(a->q, a->k),
-                                   layer_stream()));
 }
 
 void cuda_init_trunc_normal(void *p) {

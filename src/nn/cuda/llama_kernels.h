@@ -1,5 +1,5 @@
 /* Private to src/nn/cuda: the GPU side of Llama 3's layer ops and of init_trunc_normal
- * (rmsnorm.cu, rope.cu, swiglu.cu, gqa_attention.cu, trunc_normal.cu), called by the C
+ * (rmsnorm.cu, rope.cu, swiglu.cu, trunc_normal.cu), called by the C
  * launchers (layers_llama.c) with device pointers. Each enqueues its kernels on stream s
  * and returns the launch's error (cudaGetLastError).
  *
@@ -26,21 +26,13 @@ struct gpu_buf {
   enum dtype dtype;
 };
 
-/* The largest head dimension gqa_attention takes: each lane of a warp holds up to
- * GQA_HD_MAX / 32 elements of a row in registers (gqa_attention.cu). */
-enum { GQA_HD_MAX = 256 };
-
-/* (B, T, NH, hd) queries, (B, T, NKV, hd) keys and values. */
-struct gpu_gqa_shape {
-  int B, T, NH, NKV, hd;
-};
-
-/* inp, out (N, C); rstd, dinp and dweight as nn.h says. */
+/* inp, out (N, C); rstd, dinp and dweight as nn.h says; dweight through
+ * colsum_scratch_bytes(N, C) bytes of scratch (colsum.h). */
 cudaError_t gpu_rmsnorm_forward(struct gpu_buf out, struct gpu_buf rstd, struct gpu_buf inp, struct gpu_buf weight,
                                 float eps, int N, int C, cudaStream_t s);
 cudaError_t gpu_rmsnorm_backward(struct gpu_buf dinp, struct gpu_buf dweight, struct gpu_buf dout,
                                  struct gpu_buf inp, struct gpu_buf weight, struct gpu_buf rstd, int N, int C,
-                                 cudaStream_t s);
+                                 void *scratch, cudaStream_t s);
 
 /* table (maxT, hd). */
 cudaError_t gpu_rope_table(struct gpu_buf table, int maxT, int hd, struct nn_rope rope, cudaStream_t s);
@@ -54,15 +46,6 @@ cudaError_t gpu_swiglu_forward(struct gpu_buf out, struct gpu_buf gate, struct g
                                cudaStream_t s);
 cudaError_t gpu_swiglu_backward(struct gpu_buf dgate, struct gpu_buf dup, struct gpu_buf dout, struct gpu_buf gate,
                                 struct gpu_buf up, size_t n, cudaStream_t s);
-
-/* hd <= GQA_HD_MAX. The backward's scratch holds gpu_gqa_attention_backward_scratch(sh)
- * bytes (device memory, 4-byte aligned). */
-cudaError_t gpu_gqa_attention_forward(struct gpu_buf out, struct gpu_buf att, struct gpu_buf q, struct gpu_buf k,
-                                      struct gpu_buf v, struct gpu_gqa_shape sh, cudaStream_t s);
-size_t gpu_gqa_attention_backward_scratch(int B, int NH, int T);
-cudaError_t gpu_gqa_attention_backward(struct gpu_buf dq, struct gpu_buf dk, struct gpu_buf dv, struct gpu_buf dout,
-                                       struct gpu_buf q, struct gpu_buf k, struct gpu_buf v, struct gpu_buf att,
-                                       void *scratch, struct gpu_gqa_shape sh, cudaStream_t s);
 
 /* x[i] = rng_trunc_normal(seed, stream, first + i, std, bound) (fp32). */
 cudaError_t gpu_init_trunc_normal(float *x, size_t n, uint64_t seed, uint64_t stream, uint64_t first, float std,

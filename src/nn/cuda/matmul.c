@@ -58,5 +58,5 @@ void cuda_matmul_backward(void *p) {
     };
     gemm(op, d, &g, s);
   }
-  if (a->dbias.data) layer_check(op, gpu_bias_backward(d, a->dbias.data, dout, N, OC, s));
+  if (a->dbias.data) layer_check(op, gpu_bias_backward(d, a->dbias.data, dout, N, OC, a->scratch, s));
 }

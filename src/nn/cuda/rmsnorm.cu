@@ -8,16 +8,15 @@
  *
  * A block per row for the forward and dx: the row's sum is a block reduction in fp32
  * (in another order than the CPU's loop: the last bits differ). dw sums over the rows,
- * a column reduction: a block owns 32 adjacent columns (a warp's coalesced read of each
- * row) and DW_ROWS threads per column stride over the rows; their partial sums meet in
- * shared memory and one thread adds the column's total to dw. Every column has one
- * writer and a fixed order of sums: no atomics, and the same bits on every run, which a
- * 16-bit dw (rounded once per add) also needs. */
+ * a column reduction in two passes (colsum.cuh): every column has one writer and a fixed
+ * order of sums, no atomics, and the same bits on every run, which a 16-bit dw (rounded
+ * once per add) also needs. */
 #include "elem.cuh"
 #include "llama_kernels.h"
+#include "colsum.cuh"
 #include "reduce.cuh"
 
-static const unsigned ROW_THREADS = 256, DW_ROWS = 16;
+static const unsigned ROW_THREADS = 256;
 
 static __global__ void __launch_bounds__(ROW_THREADS)
     rmsnorm_forward_kernel(struct gpu_buf out, struct gpu_buf rstd, struct gpu_buf inp, struct gpu_buf weight,
@@ -53,27 +52,19 @@ static __global__ void __launch_bounds__(ROW_THREADS)
   }
 }
 
-/* Block (WARP_SIZE, DW_ROWS): thread (x, y) sums rows y, y + DW_ROWS, ... of column
- * blockIdx.x * WARP_SIZE + x. */
-static __global__ void __launch_bounds__(WARP_SIZE * DW_ROWS)
-    rmsnorm_dweight_kernel(struct gpu_buf dweight, struct gpu_buf dout, struct gpu_buf inp, struct gpu_buf rstd,
-                           int N, int C) {
-  __shared__ float partial[DW_ROWS][WARP_SIZE];
-  int c = blockIdx.x * WARP_SIZE + threadIdx.x;
-  float acc = 0.0f;
-  if (c < C)
-    for (int i = threadIdx.y; i < N; i += DW_ROWS) {
-      size_t at = (size_t)i * C + c;
-      acc += elem_get(dout, at) * elem_get(inp, at) * elem_get(rstd, i);
-    }
-  partial[threadIdx.y][threadIdx.x] = acc;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < C) {
-    float total = 0.0f;
-    for (unsigned y = 0; y < DW_ROWS; y++) total += partial[y][threadIdx.x];
-    elem_add(dweight, c, total);
+struct rmsnorm_dweight_term {
+  struct gpu_buf dout, inp, rstd;
+  int C;
+  __device__ void operator()(size_t i, int c, float t[1]) const {
+    size_t at = i * C + c;
+    t[0] = elem_get(dout, at) * elem_get(inp, at) * elem_get(rstd, i);
   }
-}
+};
+
+struct rmsnorm_dweight_add {
+  struct gpu_buf dweight;
+  __device__ void operator()(int, int c, float total) const { elem_add(dweight, c, total); }
+};
 
 cudaError_t gpu_rmsnorm_forward(struct gpu_buf out, struct gpu_buf rstd, struct gpu_buf inp, struct gpu_buf weight,
                                 float eps, int N, int C, cudaStream_t s) {
@@ -84,16 +75,13 @@ cudaError_t gpu_rmsnorm_forward(struct gpu_buf out, struct gpu_buf rstd, struct 
 
 cudaError_t gpu_rmsnorm_backward(struct gpu_buf dinp, struct gpu_buf dweight, struct gpu_buf dout,
                                  struct gpu_buf inp, struct gpu_buf weight, struct gpu_buf rstd, int N, int C,
-                                 cudaStream_t s) {
+                                 void *scratch, cudaStream_t s) {
   if (N == 0 || C == 0) return cudaSuccess;
   if (dinp.data) {
     rmsnorm_dinp_kernel<<<N, ROW_THREADS, 0, s>>>(dinp, dout, inp, weight, rstd, C);
     cudaError_t rc = cudaGetLastError();
     if (rc != cudaSuccess) return rc;
   }
-  if (dweight.data) {
-    unsigned blocks = ((unsigned)C + WARP_SIZE - 1) / WARP_SIZE;
-    rmsnorm_dweight_kernel<<<blocks, dim3(WARP_SIZE, DW_ROWS), 0, s>>>(dweight, dout, inp, rstd, N, C);
-  }
-  return cudaGetLastError();
+  if (!dweight.data) return cudaSuccess;
+  return column_sums<1>(rmsnorm_dweight_term{dout, inp, rstd, C}, rmsnorm_dweight_add{dweight}, N, C, scratch, s);
 }

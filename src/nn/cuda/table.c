@@ -1,23 +1,24 @@
+#include "colsum.h"
 #include "cuda.h"
+#include "encoder.h"
 #include "gemm.h"
 #include "kernels.h"
 
 /* The GPU computes in the parameters' own dtype: bf16 and fp16 natively, fp32 as fp32. */
 static enum dtype cuda_compute_dtype(enum dtype param_dtype) { return param_dtype; }
 
-/* One size serves attention_backward and gqa_attention_backward (ops.h): the larger of
- * the two ops' needs. */
-static size_t cuda_attention_backward_scratch(const struct tensor *att) {
-  size_t gpt2 = cuda_gpt2_attention_backward_scratch(att), gqa = cuda_gqa_attention_backward_scratch(att);
-  return gpt2 > gqa ? gpt2 : gqa;
+static size_t cuda_encoder_backward_scratch(size_t tokens, size_t vocab) {
+  return encoder_backward_scratch_bytes(tokens, vocab);
 }
+static size_t cuda_column_sums_scratch(size_t rows, size_t cols) { return colsum_scratch_bytes(rows, cols); }
 
 static const struct nn_backend NN_CUDA = {
     .name = "cuda",
     .compute_dtype = cuda_compute_dtype,
     .computes_in = 1u << DTYPE_F32 | 1u << DTYPE_BF16 | 1u << DTYPE_F16,
-    .attention_backward_scratch = cuda_attention_backward_scratch,
     .sum_scratch = gpu_sum_scratch,
+    .encoder_backward_scratch = cuda_encoder_backward_scratch,
+    .column_sums_scratch = cuda_column_sums_scratch,
     .gemm_workspace = GEMM_WORKSPACE_BYTES,
     .encoder_forward = cuda_encoder_forward,
     .encoder_backward = cuda_encoder_backward,
@@ -30,8 +31,7 @@ static const struct nn_backend NN_CUDA = {
     .gelu_forward = cuda_gelu_forward,
     .gelu_backward = cuda_gelu_backward,
     .residual_forward = cuda_residual_forward,
-    .softmax_crossentropy_forward = cuda_softmax_crossentropy_forward,
-    .softmax_crossentropy_backward = cuda_softmax_crossentropy_backward,
+    .classifier = cuda_classifier,
     .cast = cuda_cast,
     .round = cuda_round,
     .add = cuda_add,
@@ -50,6 +50,7 @@ static const struct nn_backend NN_CUDA = {
     .swiglu_backward = cuda_swiglu_backward,
     .gqa_attention_forward = cuda_gqa_attention_forward,
     .gqa_attention_backward = cuda_gqa_attention_backward,
+    .cached_attention_forward = cuda_cached_attention_forward,
     .init_trunc_normal = cuda_init_trunc_normal,
 };
 

@@ -1,0 +1,253 @@
+#include "mfu.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#include "fsdp/comm.h"
+#include "fsdp/device.h"
+#include "fsdp/error.h"
+#include "fsdp/input_file.h"
+#include "fsdp/log.h"
+#include "fsdp/nn.h"
+#include "fsdp/stream.h"
+#include "fsdp/timer.h"
+
+double mfu_flops_per_token(const struct train_options *o, size_t parameters) {
+  const struct model_config *c = &o->config;
+  double untied_embedding = c->tied ? 0.0 : (double)c->vocab_size * c->n_embd;
+  return 6.0 * ((double)parameters - untied_embedding) + 12.0 * c->n_layer * c->n_embd * (double)o->seq_len;
+}
+
+/* ---- a GPU's peak: its datasheet's ---- */
+
+/* Dense bf16 tensor-core peaks (no sparsity), by a part of the product name cudaGetDeviceProperties
+ * reports; the first match counts, so the PCIe and NVL H100 come before the SXM one ("NVIDIA H100
+ * 80GB HBM3"). */
+static const struct {
+  const char *part;
+  double gflops;
+} GPU_PEAKS[] = {
+    {"H100 PCIe", 756e3}, {"H100 NVL", 835e3}, {"H100", 989e3}, {"H200", 989e3}, {"A100", 312e3},
+};
+
+double mfu_gpu_peak_gflops(const char *model) {
+  for (size_t i = 0; i < sizeof GPU_PEAKS / sizeof GPU_PEAKS[0]; i++)
+    if (strstr(model, GPU_PEAKS[i].part)) return GPU_PEAKS[i].gflops;
+  return 0.0;
+}
+
+/* ---- the probe ---- */
+
+/* The product a GPT-2 block's MLP runs at 2048 tokens and width 512, 4.3 GFLOP: large
+ * enough for oneDNN's bf16 kernels to run at their rate on a few cores, short enough to
+ * repeat (a few ms each). */
+enum { PROBE_M = 2048, PROBE_K = 512, PROBE_N = 2048, PROBE_MIN_RUNS = 5 };
+static const double PROBE_MS = 250.0;
+/* Other jobs' runnable tasks under which a probe is cached: at most half a core busy. */
+static const double QUIET_LOAD = 0.5;
+
+/* The fastest of a quarter second of runs: on shared cores the others are the load's. */
+static double probe_gflops(void) {
+  struct device *cpu = device_cpu();
+  struct stream *host = device_host_stream_create(cpu, "peak probe");
+  struct nn_ctx k = {cpu, host};
+  size_t in = (size_t)PROBE_M * PROBE_K, w = (size_t)PROBE_N * PROBE_K, out = (size_t)PROBE_M * PROBE_N;
+  uint16_t *buf = fsdp_xmalloc((in + w + out) * sizeof *buf);
+  for (size_t i = 0; i < in + w; i++) buf[i] = f32_to_bf16((float)(i % 13) / 13.0f - 0.5f);
+  struct tensor x = tensor_2d(buf, DTYPE_BF16, PROBE_M, PROBE_K);
+  struct tensor wt = tensor_2d(buf + in, DTYPE_BF16, PROBE_N, PROBE_K);
+  struct tensor y = tensor_2d(buf + in + w, DTYPE_BF16, PROBE_M, PROBE_N);
+  nn_matmul_forward(&k, y, x, wt, TENSOR_NONE); /* creates the primitive */
+  double best = 1e300, start = time_now_ms();
+  for (int run = 0; run < PROBE_MIN_RUNS || time_now_ms() - start < PROBE_MS; run++) {
+    double t0 = time_now_ms();
+    nn_matmul_forward(&k, y, x, wt, TENSOR_NONE);
+    double ms = time_now_ms() - t0;
+    if (ms < best) best = ms;
+  }
+  free(buf);
+  stream_destroy(host);
+  return 2.0 * PROBE_M * PROBE_K * PROBE_N / (best * 1e6);
+}
+
+/* ---- the cache: lines "GFLOPS KEY" ---- */
+
+/* The processor's brand string (cpuid), the machine's part of the key. */
+static void cpu_model(char *out, size_t size) {
+  snprintf(out, size, "unknown");
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned regs[12];
+  if (__get_cpuid_max(0x80000000u, NULL) < 0x80000004u) return;
+  for (unsigned i = 0; i < 3; i++)
+    __get_cpuid(0x80000002u + i, &regs[4 * i], &regs[4 * i + 1], &regs[4 * i + 2], &regs[4 * i + 3]);
+  char brand[sizeof regs + 1];
+  memcpy(brand, regs, sizeof regs);
+  brand[sizeof regs] = '\0';
+  const char *b = brand;
+  while (*b == ' ') b++;
+  if (*b) snprintf(out, size, "%s", b);
+#endif
+}
+
+static void cache_key(char *out, size_t size, int world_size) {
+  char model[64];
+  cpu_model(model, sizeof model);
+  snprintf(out, size, "bf16-matmul-%dx%dx%d cpu=\"%s\" cpus=%ld threads=%d ranks=%d", PROBE_M, PROBE_K, PROBE_N, model,
+           sysconf(_SC_NPROCESSORS_ONLN), nn_num_threads(), world_size);
+}
+
+static char *copy(const char *text) {
+  size_t n = strlen(text) + 1;
+  return memcpy(fsdp_xmalloc(n), text, n);
+}
+
+/* $XDG_CACHE_HOME/fsdp.c/peak-gflops.txt, else under ~/.cache; NULL without either variable. */
+static char *cache_path(void) {
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  char path[4096];
+  if (xdg && *xdg)
+    snprintf(path, sizeof path, "%s/fsdp.c/peak-gflops.txt", xdg);
+  else if (home && *home)
+    snprintf(path, sizeof path, "%s/.cache/fsdp.c/peak-gflops.txt", home);
+  else
+    return NULL;
+  return copy(path);
+}
+
+/* The file's text, "" when there is none or it cannot be read. */
+static char *cache_read(const char *path) {
+  struct input_file f;
+  char why[128];
+  if (input_file_try_open(&f, path, why, sizeof why) != 0) return copy("");
+  size_t length;
+  char *text = input_file_read_whole(&f, "peak cache", 1 << 20, &length);
+  input_file_close(&f);
+  return text;
+}
+
+/* The line's GFLOP/s when it is key's (line: len bytes, its newline left out), else 0. */
+static double line_value(const char *line, size_t len, const char *key) {
+  char number[32];
+  const char *space = memchr(line, ' ', len);
+  size_t digits = space ? (size_t)(space - line) : 0, rest = len - digits - (space ? 1 : 0);
+  if (!space || digits >= sizeof number || rest != strlen(key) || memcmp(space + 1, key, rest) != 0) return 0.0;
+  memcpy(number, line, digits);
+  number[digits] = '\0';
+  char *end;
+  double gflops = strtod(number, &end);
+  return *end == '\0' && gflops > 0.0 ? gflops : 0.0;
+}
+
+/* Where the line after the one at `at` starts; *len: that line's bytes, its newline left out. */
+static size_t next_line(const char *text, size_t at, size_t *len) {
+  const char *end = strchr(text + at, '\n');
+  *len = end ? (size_t)(end - (text + at)) : strlen(text + at);
+  return at + *len + (end ? 1 : 0);
+}
+
+static double cache_lookup(const char *text, const char *key) {
+  double gflops = 0.0;
+  for (size_t at = 0, len, next; text[at] && gflops == 0.0; at = next) {
+    next = next_line(text, at, &len);
+    gflops = line_value(text + at, len, key);
+  }
+  return gflops;
+}
+
+/* Makes each missing folder of path's. */
+static int make_parents(const char *path) {
+  char *p = copy(path);
+  int ok = 1;
+  for (char *slash = strchr(p + 1, '/'); slash && ok; slash = strchr(slash + 1, '/')) {
+    *slash = '\0';
+    ok = mkdir(p, 0755) == 0 || errno == EEXIST;
+    *slash = '/';
+  }
+  free(p);
+  return ok;
+}
+
+/* The file again with key's line replaced, under a temporary name then renamed. A
+ * failure is said and left at that: the peak was measured, only not kept. */
+static void cache_store(const char *path, const char *old, const char *key, double gflops) {
+  size_t cap = strlen(old) + strlen(key) + 64, n = 0;
+  char *text = fsdp_xmalloc(cap);
+  for (size_t at = 0, len, next; old[at]; at = next) {
+    next = next_line(old, at, &len);
+    if (line_value(old + at, len, key) > 0.0) continue;
+    memcpy(text + n, old + at, len);
+    n += len;
+    text[n++] = '\n';
+  }
+  n += (size_t)snprintf(text + n, cap - n, "%.1f %s\n", gflops, key);
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+  int fd = make_parents(path) ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644) : -1;
+  int ok = fd >= 0 && write(fd, text, n) == (ssize_t)n;
+  if (fd >= 0) ok = close(fd) == 0 && ok;
+  if (ok) ok = rename(tmp, path) == 0;
+  if (!ok) {
+    fsdp_log_info("peak: not cached, cannot write %s: %s", path, strerror(errno));
+    unlink(tmp);
+  }
+  free(text);
+}
+
+/* Other jobs' runnable tasks: the 1-minute load average, which this job's ranks, started
+ * a moment ago, have hardly moved yet (0 when unknown). */
+static double other_load(void) {
+  struct sysinfo info;
+  if (sysinfo(&info) != 0) return 0.0;
+  return (double)info.loads[0] / (double)(1u << SI_LOAD_SHIFT);
+}
+
+double mfu_peak_gflops(const struct train_options *o, struct device *device, struct comm_group *group) {
+  int rank = comm_rank(group), W = comm_size(group);
+  if (o->peak_gflops > 0.0f) {
+    if (rank == 0) fsdp_log_info("peak: %.0f GFLOP/s a rank (--peak-gflops)", o->peak_gflops);
+    return rank == 0 ? o->peak_gflops : 0.0;
+  }
+  if (device != device_cpu()) {
+    char model[256];
+    device_model(device, model, sizeof model);
+    double gflops = mfu_gpu_peak_gflops(model);
+    if (rank == 0 && gflops > 0.0)
+      fsdp_log_info("peak: %.0f TFLOP/s a rank (%s %s, dense bf16)", gflops / 1e3, device_name(device), model);
+    else if (rank == 0)
+      fsdp_log_info("peak: unknown on %s %s (--peak-gflops for the MFU)", device_name(device), model);
+    return rank == 0 ? gflops : 0.0;
+  }
+  char key[256];
+  cache_key(key, sizeof key, W);
+  char *path = rank == 0 ? cache_path() : NULL, *text = path ? cache_read(path) : copy("");
+  double cached = cache_lookup(text, key);
+  comm_broadcast(group, &cached, sizeof cached, 0);
+  double gflops = cached, others = other_load();
+  if (cached == 0.0) {
+    gflops = probe_gflops();
+    comm_barrier(group); /* no rank goes on to heavier work while another still probes */
+  }
+  if (rank == 0 && cached > 0.0) {
+    fsdp_log_info("peak: %.0f GFLOP/s a rank (%s), cached in %s", gflops, key, path);
+  } else if (rank == 0) {
+    /* A probe on busy cores reads low, and a cached value would stay low: only a quiet
+     * one is kept. */
+    int quiet = others < QUIET_LOAD;
+    fsdp_log_info("peak: %.0f GFLOP/s a rank (%s), measured now%s (other jobs' load %.1f)", gflops, key,
+                  quiet ? "" : ", not cached: the cores are busy", others);
+    if (quiet && path) cache_store(path, text, key, gflops);
+  }
+  free(path);
+  free(text);
+  return rank == 0 ? gflops : 0.0;
+}

@@ -1,0 +1,32 @@
+/* Private to src/cli: the FLOPs a training step does and the peak they are measured
+ * against, for the GFLOP/s and MFU of each step's log line (docs/benchmarks.md, "FLOPs
+ * and MFU"). */
+#ifndef FSDP_CLI_MFU_H
+#define FSDP_CLI_MFU_H
+
+#include <stddef.h>
+
+#include "fsdp/cli.h"
+
+struct comm_group;
+struct device;
+
+/* PaLM's 6 N + 12 L C T (nanoGPT's estimate_mfu; bench/gpu_torch.py counts the same): N
+ * the parameters that enter a matrix product, all but an untied input embedding of
+ * `parameters`; L layers, C the attention's width, T the sequence length. */
+double mfu_flops_per_token(const struct train_options *o, size_t parameters);
+
+/* Collective over group: one rank's peak in GFLOP/s, known on rank 0 (0 elsewhere).
+ * --peak-gflops when given; else, on the cpu, a short bf16 matmul on oneDNN (the
+ * products a bf16 step runs) timed on every rank at once, each rank on its own threads,
+ * so that it is what a rank gets while all compute; the result is cached on disk per
+ * machine, thread count and world size, and read back by later runs; on cuda the card's
+ * dense bf16 peak by its name (mfu_gpu_peak_gflops), 0 for a card not in the table:
+ * unknown, no MFU. */
+double mfu_peak_gflops(const struct train_options *o, struct device *device, struct comm_group *group);
+
+/* A GPU's dense bf16 peak in GFLOP/s by its product name (device_model): H100 SXM and
+ * H200 989e3, H100 NVL 835e3, H100 PCIe 756e3, A100 312e3; 0 for any other. */
+double mfu_gpu_peak_gflops(const char *model);
+
+#endif

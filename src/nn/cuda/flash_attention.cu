@@ -1,0 +1,285 @@
+/* Causal attention on the GPU, tiled as FlashAttention-2 computes it: the twin of
+ * ../cpu/attention.c, the same algorithm, the same 64-wide tiles (so the running maximum
+ * moves at the same keys) and the same rounding points; ../cpu/attention.c writes the
+ * math out. A (T, T) matrix is never held: the forward keeps out and lse (B, NH, T),
+ * the backward recomputes the probabilities from them tile by tile.
+ *
+ * In bf16 and fp16 at head dims 64 and 128 (the models') the forward and the backward run
+ * on tensor cores (flash_attention_tc.cu). Every other case (fp32, other head dims) runs
+ * here, on CUDA cores: a block of 256 threads takes a 64-row tile; 4 neighbouring lanes
+ * share a row (of queries, or of keys in the key pass), each holding every 4th column of
+ * the row's 64 scores and every 4th element of its accumulator (up to FLASH_HD_MAX / 4
+ * in registers), so a row's maximum and sum are two shuffles and the 4 lanes that write a
+ * row of p read it back after a __syncwarp. Tiles sit in shared memory widened to fp32 (rows hd + 1
+ * floats apart, so that the 4 lanes' rows fall in different banks); each product is an
+ * fp32 loop on CUDA cores, with a 16-bit operand rounded to the dtype where the CPU
+ * rounds it. The backward is two kernels, each gradient with one writer (no atomics, the
+ * same bits on every run): a block per key tile sums dk and dv over the query heads
+ * sharing its kv head and every query tile that sees it; a block per query tile sums dq.
+ * Each recomputes p and ds: more arithmetic than FlashAttention-2's single pass with
+ * atomic dq, for determinism. Rounding within fp32 sums is in another order than the
+ * CPU's sgemms: the last bits differ. */
+#include <math.h>
+
+#include "elem.cuh"
+#include "flash_tiles.cuh"
+#include "reduce.cuh"
+
+static const int THREADS = 256, LANES_PER_ROW = 4;
+static const int PER_LANE = TILE / LANES_PER_ROW, ACC = FLASH_HD_MAX / LANES_PER_ROW;
+
+/* The 4 lanes of a row: the sum and the maximum of their values, in each of them. */
+static __device__ inline float row_sum(float x) {
+  x += __shfl_xor_sync(FULL_MASK, x, 1);
+  return x + __shfl_xor_sync(FULL_MASK, x, 2);
+}
+static __device__ inline float row_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(FULL_MASK, x, 1));
+  return fmaxf(x, __shfl_xor_sync(FULL_MASK, x, 2));
+}
+
+/* rows (of TILE) of hd elements from src, the first at first and each stride after the
+ * one before, widened into dst (rows ld apart); 0 past valid rows. */
+static __device__ void load_tile(float *dst, int ld, struct gpu_buf src, size_t first, int valid, size_t stride,
+                                 int hd) {
+  for (int i = threadIdx.x; i < TILE * hd; i += blockDim.x) {
+    int r = i / hd, e = i % hd;
+    dst[r * ld + e] = r < valid ? elem_get(src, first + (size_t)r * stride + e) : 0.0f;
+  }
+}
+
+static __device__ inline float dot(const float *a, const float *b, int hd) {
+  float s = 0.0f;
+  for (int e = 0; e < hd; e++) s += a[e] * b[e];
+  return s;
+}
+
+static size_t forward_smem(int hd) { return (size_t)(3 * TILE * (hd + 1) + TILE * (TILE + 1)) * sizeof(float); }
+static size_t backward_smem(int hd) {
+  return (size_t)(4 * TILE * (hd + 1) + 2 * TILE * (TILE + 1) + 2 * TILE) * sizeof(float);
+}
+
+/* Grid (query tiles, NH, B), the last query tile (which sees every key) first. */
+static __global__ void __launch_bounds__(THREADS)
+    flash_forward_kernel(struct gpu_buf out, float *lse, struct gpu_buf q, struct gpu_buf k, struct gpu_buf v,
+                         struct gpu_attention_layout l, float scale) {
+  extern __shared__ float smem[];
+  int LD = l.hd + 1, PLD = TILE + 1, os = l.NH * l.hd;
+  float *qs = smem, *ks = qs + TILE * LD, *vs = ks + TILE * LD, *ps = vs + TILE * LD;
+  int qi = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z, g = h / (l.NH / l.NKV);
+  int row = threadIdx.x / LANES_PER_ROW, sub = threadIdx.x % LANES_PER_ROW;
+  struct span qt = span_of(qi, l.T);
+  size_t kva = head_at(l.T, l.kvs, l.hd, b, g);
+  load_tile(qs, LD, q, head_at(l.T, l.qs, l.hd, b, h) + (size_t)qt.r0 * l.qs, qt.n, l.qs, l.hd);
+  float m = -INFINITY, lsum = 0.0f, acc[ACC] = {};
+  for (int kj = 0; kj <= qi; kj++) {
+    struct span kt = span_of(kj, l.T);
+    __syncthreads(); /* the previous tile's readers are done */
+    load_tile(ks, LD, k, kva + (size_t)kt.r0 * l.kvs, kt.n, l.kvs, l.hd);
+    load_tile(vs, LD, v, kva + (size_t)kt.r0 * l.kvs, kt.n, l.kvs, l.hd);
+    __syncthreads();
+    float s[PER_LANE], mx = m;
+#pragma unroll
+    for (int j = 0; j < PER_LANE; j++) {
+      int c = sub + LANES_PER_ROW * j;
+      s[j] = c < kt.n && kt.r0 + c <= qt.r0 + row ? dot(qs + row * LD, ks + c * LD, l.hd) * scale : -INFINITY;
+      mx = fmaxf(mx, s[j]);
+    }
+    mx = row_max(mx);
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < PER_LANE; j++) {
+      float p = expf(s[j] - mx);
+      sum += p;
+      ps[row * PLD + sub + LANES_PER_ROW * j] = rounded(out.dtype, p);
+    }
+    float rescale = expf(m - mx);
+    lsum = lsum * rescale + row_sum(sum);
+    m = mx;
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < ACC; i++) {
+      int e = sub + LANES_PER_ROW * i;
+      if (e >= l.hd) break;
+      float a = acc[i] * rescale;
+      for (int c = 0; c < kt.n; c++) a += ps[row * PLD + c] * vs[c * LD + e];
+      acc[i] = a;
+    }
+  }
+  if (row >= qt.n) return;
+  size_t oa = head_at(l.T, os, l.hd, b, h) + (size_t)(qt.r0 + row) * os;
+  float inv = 1.0f / lsum;
+#pragma unroll
+  for (int i = 0; i < ACC; i++) {
+    int e = sub + LANES_PER_ROW * i;
+    if (e < l.hd) elem_set(out, oa + e, acc[i] * inv);
+  }
+  if (sub == 0) lse[((size_t)b * l.NH + h) * l.T + qt.r0 + row] = m + logf(lsum);
+}
+
+/* A query row's D = dout . out over its n elements (0 for a row past T), in the row's 4
+ * lanes; every lane of the warp calls it (the shuffles). */
+static __device__ float row_D(struct gpu_buf dout, struct gpu_buf out, size_t at, int n, int sub) {
+  float d = 0.0f;
+  for (int e = sub; e < n; e += LANES_PER_ROW) d += elem_get(dout, at + e) * elem_get(out, at + e);
+  return row_sum(d);
+}
+
+/* p = exp(s - lse) of query row qr and key row kc (in shared memory), unrounded. */
+static __device__ inline float probability(const float *qr, const float *kc, float lse_r, int hd, float scale) {
+  return expf(dot(qr, kc, hd) * scale - lse_r);
+}
+
+/* Grid (key tiles, NKV, B). */
+static __global__ void __launch_bounds__(THREADS)
+    flash_backward_kv_kernel(struct gpu_buf dk, struct gpu_buf dv, struct gpu_buf dout, struct gpu_buf q,
+                             struct gpu_buf k, struct gpu_buf v, struct gpu_buf out, const float *lse,
+                             struct gpu_attention_layout l, float scale) {
+  extern __shared__ float smem[];
+  int LD = l.hd + 1, PLD = TILE + 1, os = l.NH * l.hd, group = l.NH / l.NKV, nt = (l.T + TILE - 1) / TILE;
+  float *ks = smem, *vs = ks + TILE * LD, *qs = vs + TILE * LD, *dos = qs + TILE * LD, *ps = dos + TILE * LD;
+  float *dss = ps + TILE * PLD, *lse_s = dss + TILE * PLD, *D_s = lse_s + TILE;
+  int kj = blockIdx.x, g = blockIdx.y, b = blockIdx.z;
+  int c = threadIdx.x / LANES_PER_ROW, sub = threadIdx.x % LANES_PER_ROW;
+  enum dtype d = dout.dtype;
+  struct span kt = span_of(kj, l.T);
+  size_t kva = head_at(l.T, l.kvs, l.hd, b, g) + (size_t)kt.r0 * l.kvs;
+  load_tile(ks, LD, k, kva, kt.n, l.kvs, l.hd);
+  load_tile(vs, LD, v, kva, kt.n, l.kvs, l.hd);
+  float dk_acc[ACC] = {}, dv_acc[ACC] = {};
+  for (int h = g * group; h < (g + 1) * group; h++) {
+    for (int qi = kj; qi < nt; qi++) {
+      struct span qt = span_of(qi, l.T);
+      size_t qa = head_at(l.T, l.qs, l.hd, b, h) + (size_t)qt.r0 * l.qs;
+      size_t oa = head_at(l.T, os, l.hd, b, h) + (size_t)qt.r0 * os;
+      __syncthreads();
+      load_tile(qs, LD, q, qa, qt.n, l.qs, l.hd);
+      load_tile(dos, LD, dout, oa, qt.n, os, l.hd);
+      int r = threadIdx.x / LANES_PER_ROW;
+      float D = row_D(dout, out, oa + (size_t)r * os, r < qt.n ? l.hd : 0, sub);
+      if (sub == 0) {
+        D_s[r] = D;
+        lse_s[r] = r < qt.n ? lse[((size_t)b * l.NH + h) * l.T + qt.r0 + r] : INFINITY;
+      }
+      __syncthreads();
+#pragma unroll
+      for (int j = 0; j < PER_LANE; j++) {
+        int rr = sub + LANES_PER_ROW * j;
+        float p = 0.0f, ds = 0.0f;
+        if (rr < qt.n && c < kt.n && kt.r0 + c <= qt.r0 + rr) {
+          p = probability(qs + rr * LD, ks + c * LD, lse_s[rr], l.hd, scale);
+          ds = rounded(d, p * (dot(dos + rr * LD, vs + c * LD, l.hd) - D_s[rr]));
+        }
+        ps[rr * PLD + c] = rounded(d, p);
+        dss[rr * PLD + c] = ds;
+      }
+      __syncwarp();
+#pragma unroll
+      for (int i = 0; i < ACC; i++) {
+        int e = sub + LANES_PER_ROW * i;
+        if (e >= l.hd) break;
+        float a = dv_acc[i], bk = dk_acc[i];
+        for (int rr = 0; rr < qt.n; rr++) {
+          a += ps[rr * PLD + c] * dos[rr * LD + e];
+          bk += dss[rr * PLD + c] * qs[rr * LD + e];
+        }
+        dv_acc[i] = a, dk_acc[i] = bk;
+      }
+    }
+  }
+  if (c >= kt.n) return;
+#pragma unroll
+  for (int i = 0; i < ACC; i++) {
+    int e = sub + LANES_PER_ROW * i;
+    if (e >= l.hd) break;
+    size_t at = kva + (size_t)c * l.kvs + e;
+    if (dk.data) elem_add(dk, at, dk_acc[i] * scale);
+    if (dv.data) elem_add(dv, at, dv_acc[i]);
+  }
+}
+
+/* Grid (query tiles, NH, B), the last query tile first. */
+static __global__ void __launch_bounds__(THREADS)
+    flash_backward_q_kernel(struct gpu_buf dq, struct gpu_buf dout, struct gpu_buf q, struct gpu_buf k,
+                            struct gpu_buf v, struct gpu_buf out, const float *lse, struct gpu_attention_layout l,
+                            float scale) {
+  extern __shared__ float smem[];
+  int LD = l.hd + 1, PLD = TILE + 1, os = l.NH * l.hd;
+  float *ks = smem, *vs = ks + TILE * LD, *qs = vs + TILE * LD, *dos = qs + TILE * LD, *dss = dos + TILE * LD;
+  int qi = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z, g = h / (l.NH / l.NKV);
+  int r = threadIdx.x / LANES_PER_ROW, sub = threadIdx.x % LANES_PER_ROW;
+  enum dtype d = dout.dtype;
+  struct span qt = span_of(qi, l.T);
+  size_t qa = head_at(l.T, l.qs, l.hd, b, h) + (size_t)qt.r0 * l.qs;
+  size_t oa = head_at(l.T, os, l.hd, b, h) + (size_t)qt.r0 * os, kva = head_at(l.T, l.kvs, l.hd, b, g);
+  load_tile(qs, LD, q, qa, qt.n, l.qs, l.hd);
+  load_tile(dos, LD, dout, oa, qt.n, os, l.hd);
+  float D = row_D(dout, out, oa + (size_t)r * os, r < qt.n ? l.hd : 0, sub);
+  float lse_r = r < qt.n ? lse[((size_t)b * l.NH + h) * l.T + qt.r0 + r] : INFINITY;
+  float dq_acc[ACC] = {};
+  for (int kj = 0; kj <= qi; kj++) {
+    struct span kt = span_of(kj, l.T);
+    __syncthreads();
+    load_tile(ks, LD, k, kva + (size_t)kt.r0 * l.kvs, kt.n, l.kvs, l.hd);
+    load_tile(vs, LD, v, kva + (size_t)kt.r0 * l.kvs, kt.n, l.kvs, l.hd);
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < PER_LANE; j++) {
+      int c = sub + LANES_PER_ROW * j;
+      float ds = 0.0f;
+      if (r < qt.n && c < kt.n && kt.r0 + c <= qt.r0 + r) {
+        float p = probability(qs + r * LD, ks + c * LD, lse_r, l.hd, scale);
+        ds = rounded(d, p * (dot(dos + r * LD, vs + c * LD, l.hd) - D));
+      }
+      dss[r * PLD + c] = ds;
+    }
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < ACC; i++) {
+      int e = sub + LANES_PER_ROW * i;
+      if (e >= l.hd) break;
+      float a = dq_acc[i];
+      for (int c = 0; c < kt.n; c++) a += dss[r * PLD + c] * ks[c * LD + e];
+      dq_acc[i] = a;
+    }
+  }
+  if (r >= qt.n) return;
+#pragma unroll
+  for (int i = 0; i < ACC; i++) {
+    int e = sub + LANES_PER_ROW * i;
+    if (e < l.hd) elem_add(dq, qa + (size_t)r * l.qs + e, dq_acc[i] * scale);
+  }
+}
+
+extern "C" cudaError_t gpu_flash_attention_forward(struct gpu_buf out, float *lse, struct gpu_buf q,
+                                                   struct gpu_buf k, struct gpu_buf v,
+                                                   struct gpu_attention_layout l, cudaStream_t s) {
+  if (l.B == 0 || l.T == 0) return cudaSuccess;
+  if (flash_tc_takes(out.dtype, l.hd)) return flash_tc_forward(out, lse, q, k, v, l, s);
+  size_t bytes = forward_smem(l.hd);
+  cudaError_t rc = allow_smem(flash_forward_kernel, bytes);
+  if (rc != cudaSuccess) return rc;
+  flash_forward_kernel<<<grid_of(l, l.NH), THREADS, bytes, s>>>(out, lse, q, k, v, l, 1.0f / sqrtf((float)l.hd));
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t gpu_flash_attention_backward(struct gpu_buf dq, struct gpu_buf dk, struct gpu_buf dv,
+                                                    struct gpu_buf dout, struct gpu_buf q, struct gpu_buf k,
+                                                    struct gpu_buf v, struct gpu_buf out, const float *lse,
+                                                    struct gpu_attention_layout l, cudaStream_t s) {
+  if (l.B == 0 || l.T == 0) return cudaSuccess;
+  if (flash_tc_takes(dout.dtype, l.hd)) return flash_tc_backward(dq, dk, dv, dout, q, k, v, out, lse, l, s);
+  size_t bytes = backward_smem(l.hd);
+  float scale = 1.0f / sqrtf((float)l.hd);
+  cudaError_t rc;
+  if (dk.data || dv.data) {
+    if ((rc = allow_smem(flash_backward_kv_kernel, bytes)) != cudaSuccess) return rc;
+    flash_backward_kv_kernel<<<grid_of(l, l.NKV), THREADS, bytes, s>>>(dk, dv, dout, q, k, v, out, lse, l, scale);
+    if ((rc = cudaGetLastError()) != cudaSuccess) return rc;
+  }
+  if (dq.data) {
+    if ((rc = allow_smem(flash_backward_q_kernel, bytes)) != cudaSuccess) return rc;
+    flash_backward_q_kernel<<<grid_of(l, l.NH), THREADS, bytes, s>>>(dq, dout, q, k, v, out, lse, l, scale);
+  }
+  return cudaGetLastError();
+}
