@@ -1,8 +1,10 @@
 /* fsdp_fatal ends the process once, with the first error's message and status, however
  * many threads fail at once and whatever fails during the exit itself: the first GPU run
  * (2026-11-26) saw a second error from a helper thread while CUDA unloaded, then a
- * segfault in a library's exit handler. Each case runs in a child process. */
+ * segfault in a library's exit handler. Each case runs in a child process. A catch point
+ * (fsdp_catch_set) takes one refusal on its own thread and leaves the exit as it was. */
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -65,6 +67,53 @@ static void inside_abort(const void *arg) {
   fsdp_fatal("first failure");
 }
 
+/* Two refusals caught in turn, with nothing printed, then an uncaught one still ends the
+ * process as the first error does. */
+static void catch_refusal(const char *message) {
+  struct fsdp_catch refused;
+  if (setjmp(refused.jump) == 0) {
+    fsdp_catch_set(&refused);
+    fsdp_fatal("%s", message);
+  }
+  if (strcmp(refused.message, message) != 0) _exit(3);
+}
+
+static void caught_then_fatal(const void *arg) {
+  (void)arg;
+  catch_refusal("refusal 0");
+  catch_refusal("refusal 1");
+  fsdp_fatal("after the refusals");
+}
+
+/* A catch point is taken once: a second failure before it is set again is fatal. */
+static void caught_once(const void *arg) {
+  (void)arg;
+  struct fsdp_catch refused;
+  if (setjmp(refused.jump) == 0) {
+    fsdp_catch_set(&refused);
+    fsdp_fatal("caught");
+  }
+  fsdp_fatal("not caught");
+}
+
+/* Another thread's failure is not this thread's to catch: it ends the process. */
+static void *fail_alone(void *arg) {
+  (void)arg;
+  fsdp_fatal("worker failed");
+}
+
+static void caught_elsewhere(const void *arg) {
+  (void)arg;
+  struct fsdp_catch refused;
+  if (setjmp(refused.jump) == 0) {
+    fsdp_catch_set(&refused);
+    pthread_t t;
+    pthread_create(&t, NULL, fail_alone, NULL);
+    pthread_join(t, NULL);
+  }
+  _exit(3);
+}
+
 static int count_errors(const char *message) {
   int n = 0;
   for (const char *p = message; (p = strstr(p, "fsdp: error: ")); p++) n++;
@@ -86,5 +135,8 @@ int main(void) {
   expect_one_error(during_exit, "a thread failing during the exit", "first failure");
   expect_one_error(inside_exit, "an exit handler failing", "first failure");
   expect_one_error(inside_abort, "the abort handler failing", "first failure");
+  expect_one_error(caught_then_fatal, "refusals caught, then an error", "fsdp: error: after the refusals");
+  expect_one_error(caught_once, "a catch point taken twice", "fsdp: error: not caught");
+  expect_one_error(caught_elsewhere, "another thread failing", "fsdp: error: worker failed");
   return check_summary("fatal_exit_test");
 }

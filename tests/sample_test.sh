@@ -81,6 +81,12 @@ expect_error "a truncated tokenizer" "--tokenizer $tmp/short.bin: ends" $M --pro
 head -c 100 "$tmp/tok.bin" >"$tmp/header.bin"
 expect_error "a tokenizer without its header" "shorter than the tokenizer header" $M --prompt-tokens 1 \
   --tokenizer "$tmp/header.bin"
+# A count the file cannot hold is refused before anything is allocated for it (a fuzz
+# finding: 2^31 - 1 tokens asked for 16 GiB of lengths and pointers).
+{ le32 20240328; le32 2; le32 2147483647; le32 0; head -c 1012 /dev/zero; } >"$tmp/huge.bin"
+expect_error "a tokenizer's vocabulary its file cannot hold" \
+  "--tokenizer $tmp/huge.bin: a vocabulary of 2147483647 tokens in a file of 1028 bytes" $M --prompt-tokens 1 \
+  --tokenizer "$tmp/huge.bin"
 { cat "$tmp/tok.bin"; printf x; } >"$tmp/long.bin"
 expect_error "bytes after a tokenizer's tokens" "bytes after the last of its 300 tokens" $M --prompt-tokens 1 \
   --tokenizer "$tmp/long.bin"

@@ -2,6 +2,7 @@
 #ifndef FSDP_ERROR_H
 #define FSDP_ERROR_H
 
+#include <setjmp.h>
 #include <stddef.h>
 
 /* Called by fsdp_fatal after the message is printed; the comm layer installs one
@@ -11,6 +12,32 @@ void fsdp_set_abort_handler(fsdp_abort_fn fn);
 
 /* Prints "fsdp: error: <message>" (with the rank when there are several) and ends the job. */
 _Noreturn void fsdp_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Recovering from a refused input, for a program that embeds fsdp's readers and must go
+ * on after one (the fuzz harnesses, tests/fuzz). While a catch point is set on a thread,
+ * fsdp_fatal on that thread writes its message there and longjmps to it instead of
+ * printing and ending the process; the catch point is cleared as it is taken, so it
+ * catches one refusal. The failed call is abandoned where it stood, nothing unwound: what
+ * it allocated or opened is the catcher's to reclaim, and a call may be caught only if
+ * it leaves no state beyond its own half-built result (reading one file; never a step, a
+ * collective, or work on another thread, whose fsdp_fatal still ends the process).
+ *
+ *   struct fsdp_catch refused;
+ *   if (setjmp(refused.jump) == 0) {
+ *     fsdp_catch_set(&refused);
+ *     read_the_file(...);
+ *     fsdp_catch_set(NULL);
+ *   } else {
+ *     use refused.message;
+ *   }
+ */
+struct fsdp_catch {
+  jmp_buf jump;
+  char message[2048]; /* what fsdp_fatal would have printed after "fsdp: error: " */
+};
+/* Sets this thread's catch point, whose jump the caller's frame has set with setjmp and
+ * outlives; NULL clears it. */
+void fsdp_catch_set(struct fsdp_catch *c);
 
 /* fsdp_fatal with the failing expression and location, for broken invariants. */
 #define FSDP_CHECK(cond)                                                              \

@@ -7,7 +7,6 @@
 #ifndef FSDP_INPUT_FILE_H
 #define FSDP_INPUT_FILE_H
 
-#include <stdio.h>
 #include <stddef.h>
 
 struct input_file {
@@ -33,8 +32,5 @@ void input_file_read_at(const struct input_file *f, const char *what, void *dst,
 char *input_file_read_whole(struct input_file *f, const char *what, size_t cap, size_t *length);
 /* input_file_open, input_file_read_whole and input_file_close. */
 char *input_file_read_all(const char *what, const char *path, size_t cap, size_t *length);
-/* A stdio stream over an opened file, for readers that parse as they go; the stream owns
- * the descriptor (fclose it). */
-FILE *input_file_stream(struct input_file *f, const char *what);
 
 #endif

@@ -2,8 +2,6 @@
  * uint16) and llm.c .bin (a header of 256 little-endian int32: magic, version, token
  * count; then the tokens, uint16 for GPT-2, uint32 for Llama 3). Tokens are kept at the
  * file's width. Every problem ends the job with a message naming the file. */
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,7 +35,7 @@ static const uint64_t BATCH_STREAM_TAG = 0xda7aull << 48;
 static const uint64_t BATCH_INDEX_LIMIT = 1ull << 48;
 
 struct token_file {
-  FILE *f;
+  struct input_file in;
   const char *path;
   size_t size;
   uint32_t head[2]; /* the first two int32 (magic and version, in an llm.c file), 0 past the end */
@@ -47,23 +45,18 @@ static uint32_t read_le32(const unsigned char *b) {
   return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
 }
 
-static void read_exact(struct token_file *tf, void *buf, size_t bytes) {
-  if (fread(buf, 1, bytes, tf->f) == bytes) return;
-  if (ferror(tf->f)) fsdp_fatal("cannot read token file '%s': %s", tf->path, strerror(errno));
-  fsdp_fatal("token file '%s' shrank while it was read (%zu bytes at its open)", tf->path, tf->size);
+static void read_exact(struct token_file *tf, void *buf, size_t bytes, size_t offset) {
+  input_file_read_at(&tf->in, "token file", buf, bytes, offset);
 }
 
 static void open_token_file(struct token_file *tf, const char *path) {
-  struct input_file f;
-  input_file_open(&f, "token file", path);
-  if (f.size == 0) fsdp_fatal("token file '%s' is empty", path);
+  input_file_open(&tf->in, "token file", path);
+  if (tf->in.size == 0) fsdp_fatal("token file '%s' is empty", path);
   tf->path = path;
-  tf->size = f.size;
-  tf->f = input_file_stream(&f, "token file");
+  tf->size = tf->in.size;
   unsigned char head[8] = {0};
   size_t n = tf->size < sizeof head ? tf->size / 4 * 4 : sizeof head;
-  read_exact(tf, head, n);
-  rewind(tf->f);
+  read_exact(tf, head, n, 0);
   tf->head[0] = read_le32(head);
   tf->head[1] = read_le32(head + 4);
 }
@@ -109,9 +102,9 @@ static enum token_format resolve_format(struct token_file *tf, const char *forma
   fsdp_fatal("unknown data format '%s' for '%s' (known: auto, text, nanogpt, llmc)", format, tf->path);
 }
 
-/* Reads n little-endian tokens of d->width bytes through a fixed buffer, so that only
- * the token array itself is as big as the file. */
-static void load_body(struct token_data *d, struct token_file *tf, size_t n, int width) {
+/* Reads n little-endian tokens of d->width bytes from byte offset on through a fixed
+ * buffer, so that only the token array itself is as big as the file. */
+static void load_body(struct token_data *d, struct token_file *tf, size_t offset, size_t n, int width) {
   d->width = width;
   d->n_tokens = n;
   d->tokens = fsdp_xcalloc(n ? n : 1, (size_t)width);
@@ -119,7 +112,7 @@ static void load_body(struct token_data *d, struct token_file *tf, size_t n, int
   size_t per_chunk = sizeof chunk / (size_t)width;
   for (size_t done = 0; done < n;) {
     size_t count = n - done < per_chunk ? n - done : per_chunk;
-    read_exact(tf, chunk, count * (size_t)width);
+    read_exact(tf, chunk, count * (size_t)width, offset + done * (size_t)width);
     for (size_t i = 0; i < count; i++) {
       const unsigned char *b = chunk + i * (size_t)width;
       if (width == 1)
@@ -137,7 +130,7 @@ static void load_nanogpt(struct token_data *d, struct token_file *tf) {
   if (tf->size % 2 != 0)
     fsdp_fatal("token file '%s' has an odd size (%zu bytes), but a nanoGPT .bin holds uint16 tokens", tf->path,
                tf->size);
-  load_body(d, tf, tf->size / 2, 2);
+  load_body(d, tf, 0, tf->size / 2, 2);
 }
 
 static void load_llmc(struct token_data *d, struct token_file *tf) {
@@ -145,7 +138,7 @@ static void load_llmc(struct token_data *d, struct token_file *tf) {
     fsdp_fatal("token file '%s' is too short for an llm.c file: %zu bytes, less than its %d-byte header", tf->path,
                tf->size, LLMC_HEADER_BYTES);
   unsigned char header[LLMC_HEADER_BYTES];
-  read_exact(tf, header, sizeof header);
+  read_exact(tf, header, sizeof header, 0);
   uint32_t magic = read_le32(header + 4 * LLMC_HEADER_MAGIC);
   uint32_t version = read_le32(header + 4 * LLMC_HEADER_VERSION);
   int32_t count = (int32_t)read_le32(header + 4 * LLMC_HEADER_COUNT);
@@ -160,7 +153,7 @@ static void load_llmc(struct token_data *d, struct token_file *tf) {
                "header",
                tf->path, (int)count, (long long)kind->width * count, kind->name, body);
   if (count == 0) fsdp_fatal("token file '%s' holds no tokens", tf->path);
-  load_body(d, tf, (size_t)count, kind->width);
+  load_body(d, tf, LLMC_HEADER_BYTES, (size_t)count, kind->width);
 }
 
 void token_data_check_vocab(const struct token_data *d, const char *path, int vocab_size) {
@@ -178,12 +171,12 @@ void token_data_load(struct token_data *d, const char *path, const char *format,
   open_token_file(&tf, path);
   d->format = resolve_format(&tf, format);
   switch (d->format) {
-    case TOKENS_TEXT: load_body(d, &tf, tf.size, 1); break;
+    case TOKENS_TEXT: load_body(d, &tf, 0, tf.size, 1); break;
     case TOKENS_NANOGPT: load_nanogpt(d, &tf); break;
     case TOKENS_LLMC: load_llmc(d, &tf); break;
     case TOKENS_TOKENIZED: FSDP_CHECK(0);
   }
-  fclose(tf.f);
+  input_file_close(&tf.in);
   token_data_check_vocab(d, path, vocab_size);
 }
 

@@ -87,7 +87,8 @@ static void cpu_model(char *out, size_t size) {
   snprintf(out, size, "unknown");
 #if defined(__x86_64__) || defined(__i386__)
   unsigned regs[12];
-  if (__get_cpuid_max(0x80000000u, NULL) < 0x80000004u) return;
+  unsigned max_leaf = __get_cpuid_max(0x80000000u, NULL); /* int in clang's cpuid.h, unsigned in gcc's */
+  if (max_leaf < 0x80000004u) return;
   for (unsigned i = 0; i < 3; i++)
     __get_cpuid(0x80000002u + i, &regs[4 * i], &regs[4 * i + 1], &regs[4 * i + 2], &regs[4 * i + 3]);
   char brand[sizeof regs + 1];

@@ -22,6 +22,12 @@ void fsdp_set_abort_handler(fsdp_abort_fn fn) { abort_handler = fn; }
 static atomic_flag ending = ATOMIC_FLAG_INIT;
 static _Thread_local int owns_exit;
 
+/* A caught refusal ends nothing, so it never takes the exit above: the next input finds
+ * the single-entry state as the first did. */
+static _Thread_local struct fsdp_catch *catcher;
+
+void fsdp_catch_set(struct fsdp_catch *c) { catcher = c; }
+
 void fsdp_fatal(const char *fmt, ...) {
   char message[2048];
   va_list args;
@@ -29,6 +35,12 @@ void fsdp_fatal(const char *fmt, ...) {
   vsnprintf(message, sizeof message, fmt, args);
   va_end(args);
   if (owns_exit) _exit(1);
+  if (catcher) {
+    struct fsdp_catch *c = catcher;
+    catcher = NULL;
+    snprintf(c->message, sizeof c->message, "%s", message);
+    longjmp(c->jump, 1);
+  }
   if (atomic_flag_test_and_set(&ending))
     for (;;) pause();
   owns_exit = 1;

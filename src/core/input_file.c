@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -46,7 +47,7 @@ int input_file_try_open(struct input_file *f, const char *path, char *why, size_
     close(fd);
     return refuse(why, why_size, EINVAL, "is %s, not a regular file", kind_of(st.st_mode));
   }
-  /* Reads of a regular file never block; clearing the flag keeps them plain for stdio. */
+  /* Reads of a regular file never block; clearing the flag keeps them plain reads. */
   if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
     int error = errno;
     close(fd);
@@ -99,11 +100,4 @@ char *input_file_read_all(const char *what, const char *path, size_t cap, size_t
   char *data = input_file_read_whole(&f, what, cap, length);
   input_file_close(&f);
   return data;
-}
-
-FILE *input_file_stream(struct input_file *f, const char *what) {
-  FILE *stream = fdopen(f->fd, "rb");
-  if (!stream) fsdp_fatal("%s '%s': fdopen: %s", what, f->path, strerror(errno));
-  f->fd = -1;
-  return stream;
 }

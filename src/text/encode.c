@@ -169,7 +169,8 @@ static void join_span(struct worker *w, struct part *parts, int n_parts, struct 
     for (;;) {
       long skip = ids_before(part, at);
       if (skip >= 0) {
-        token_vec_append(out, part->ids.ids + skip, part->ids.n - (size_t)skip);
+        /* A part may have no ids (and no array): nothing to offset then. */
+        if ((size_t)skip < part->ids.n) token_vec_append(out, part->ids.ids + skip, part->ids.n - (size_t)skip);
         at = part->stop;
         scanning = 0;
         if (part->stop_reason != SCAN_PIECE) goto done;

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Writes the fuzz targets' seeds into corpus/ (tests/fuzz/make_seeds.sh FSDP): files that
+# fsdp itself writes (a checkpoint, safetensors and config.json exports, a token file,
+# a memory snapshot) of a tiny model, and small hand-made ones (tokenizers of both
+# styles, llm.c headers of both kinds). The regression inputs beside them in corpus/
+# are the fuzzers' findings, kept as they were found.
+set -euo pipefail
+fsdp=$(realpath "${1:?usage: make_seeds.sh FSDP}")
+here=$(cd "$(dirname "$0")" && pwd)
+corpus=$here/corpus
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+mkdir -p "$corpus"/{safetensors,safetensors_index,hf_config,checkpoint,token_file,tokenizer,text_encode,memory_snapshot}
+
+# Tokenizers of both styles, and llm.c's tokenizer.bin and token files, by hand.
+python3 - "$here/../tokenizer_files.py" "$corpus" <<'PY'
+import importlib.util, json, struct, sys
+spec = importlib.util.spec_from_file_location("tf", sys.argv[1])
+tf = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tf)
+corpus = sys.argv[2]
+ids = tf.with_merges(tf.byte_ids(range(256)))
+gpt2 = tf.tokenizer(ids, {"<|endoftext|>": len(ids)}, tf.GPT2_PRE, tf.MERGES)
+llama3 = tf.tokenizer(ids, {"<|begin_of_text|>": len(ids), "<|end_of_text|>": len(ids) + 1}, tf.LLAMA3_PRE, tf.MERGES)
+llama3["model"]["merges"] = [[tf.level(a), tf.level(b)] for a, b in tf.MERGES]  # tokenizers 0.20's pairs
+for name, tok in (("gpt2-style.json", gpt2), ("llama3-style.json", llama3)):
+    with open(f"{corpus}/tokenizer/{name}", "w", encoding="utf-8") as f:
+        json.dump(tok, f, ensure_ascii=False)
+tokens = [b"a", b"b", b"ab", b" the", b"\n", b"<|endoftext|>"]
+header = struct.pack("<256I", *([20240328, 2, len(tokens), len(tokens) - 1] + [0] * 252))
+open(f"{corpus}/tokenizer/llmc-tokenizer.bin", "wb").write(header + b"".join(bytes([len(t)]) + t for t in tokens))
+def llmc(magic, version, ids, fmt):
+    return struct.pack("<256i", *([magic, version, len(ids)] + [0] * 253)) + struct.pack(f"<{len(ids)}{fmt}", *ids)
+open(f"{corpus}/token_file/llmc-gpt2.bin", "wb").write(llmc(20240520, 1, [50256, 15496, 995, 0, 1], "H"))
+open(f"{corpus}/token_file/llmc-llama3.bin", "wb").write(llmc(20240801, 7, [128000, 9906, 1917, 70000, 0], "I"))
+open(f"{corpus}/token_file/nanogpt.bin", "wb").write(struct.pack("<6H", 1, 2, 65535, 3, 0, 50256))
+texts = [b"Hello world! It's 2024.\r\n\tand   spaces  \n", "caf\u00e9 \u4e2d\u6587 \U0001F600 e\u0301".encode(),
+         b"<|endoftext|>the<|begin_of_text|> in\n\n\n", b"\xff\xfe\xc0\x80 \xed\xa0\x80 \x00 12345678 ''s 'LL"]
+for i, t in enumerate(texts):
+    open(f"{corpus}/text_encode/text-{i}", "wb").write(bytes([i % 2]) + t)
+def safetensors(tensors, metadata):
+    header, data = {"__metadata__": metadata}, b""
+    for name, dtype, shape, raw in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+open(f"{corpus}/safetensors/f16-and-others.safetensors", "wb").write(safetensors([
+    ("h", "F16", [2, 2], struct.pack("<4e", 1.0, -2.5, 65504.0, 6e-8)),
+    ("ids", "I64", [3], struct.pack("<3q", 1, 2, 3)),
+    ("mask", "BOOL", [2], b"\x01\x00"),
+    ("empty", "F32", [0, 4], b""),
+    ("scalar", "F32", [], struct.pack("<f", 3.5))], {"format": "pt"}))
+# The files the safetensors_index target writes beside its input: "a" in the first, "b" and "c" in the second.
+index = {"metadata": {"total_size": 34}, "weight_map": {"a": "model-00001-of-00002.safetensors",
+         "b": "model-00002-of-00002.safetensors", "c": "model-00002-of-00002.safetensors"}}
+open(f"{corpus}/safetensors_index/two-files.json", "w").write(json.dumps(index, indent=2))
+PY
+
+# A tiny GPT-2 and a tiny Llama 3 trained a step by fsdp: a checkpoint (the checkpoint
+# target's model), its memory snapshot, its export, and a token file fsdp tokenize wrote.
+printf 'the cat sat on the mat; in the hat there is a cat.\n%.0s' 1 2 3 4 > text.txt
+"$fsdp" tokenize --tokenizer "$corpus/tokenizer/gpt2-style.json" --output tokens.bin text.txt > /dev/null 2>&1
+cp tokens.bin "$corpus/token_file/fsdp-tokenize.bin"
+python3 -c 'import sys; sys.stdout.buffer.write(bytes(i // 2 % 8 * (1 - i % 2) for i in range(256)))' > ids.bin
+gpt2=(--model gpt2-tiny --n-layer 1 --n-head 1 --n-embd 4 --vocab-size 8 --block-size 4)
+"$fsdp" train "${gpt2[@]}" --data ids.bin --data-format nanogpt --seq-len 4 --batch-size 1 --steps 1 \
+  --checkpoint-dir ckpt \
+  --memory-snapshot snapshot.json > /dev/null
+step=ckpt/step-00000001
+{ cat $step/metadata.json; printf '\0'; cat $step/rank-00000.bin; } > "$corpus/checkpoint/gpt2-tiny"
+cp snapshot.json "$corpus/memory_snapshot/gpt2-tiny.json"
+"$fsdp" export --checkpoint $step --output gpt2 > /dev/null
+"$fsdp" export --checkpoint $step --dtype bf16 --output gpt2-bf16 > /dev/null
+llama=(--model llama3-debug --n-layer 1 --n-head 2 --n-kv-head 1 --n-embd 8 --ffn-hidden 8 --vocab-size 16
+       --block-size 4)
+"$fsdp" export "${llama[@]}" --dtype bf16 --max-shard-size 200 --output llama > /dev/null
+cp gpt2/model.safetensors "$corpus/safetensors/gpt2-f32.safetensors"
+cp gpt2-bf16/model.safetensors "$corpus/safetensors/gpt2-bf16.safetensors"
+cp llama/model-00001-of-*.safetensors "$corpus/safetensors/llama-bf16.safetensors"
+cp gpt2/config.json "$corpus/hf_config/gpt2.json"
+cp llama/config.json "$corpus/hf_config/llama.json"
+cp llama/model.safetensors.index.json "$corpus/safetensors_index/llama-export.json"
