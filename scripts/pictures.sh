@@ -20,6 +20,8 @@ BUILD="$ROOT/build" OUT="$ROOT/docs/pictures" SHORT=0 D=""
 # The shared data beside the clone, or beside the worktrees' folder.
 DATA="$ROOT/../shared/data/tinyshakespeare.txt"
 [ -r "$DATA" ] || DATA="$ROOT/../../shared/data/tinyshakespeare.txt"
+# A clone alone: the tests' 256 KiB of it.
+[ -r "$DATA" ] || DATA="$ROOT/tests/data/shakespeare.txt"
 while [ $# -gt 0 ]; do
   case "$1" in
     --short) SHORT=1; shift ;;

@@ -16,7 +16,7 @@ fail() {
 }
 
 "$SRC/scripts/pictures-venv.sh" >/dev/null || exit $?
-bash "$SRC/scripts/pictures.sh" --short --build "$BUILD" --out "$tmp/out" >"$tmp/pictures.log" 2>&1
+bash "$SRC/scripts/pictures.sh" --short --build "$BUILD" --out "$tmp/out" --data "$SRC/tests/data/shakespeare.txt" >"$tmp/pictures.log" 2>&1
 status=$?
 cat "$tmp/pictures.log"
 [ "$status" -eq 0 ] || { echo "FAIL scripts/pictures.sh --short: exit $status"; exit 1; }
