@@ -139,6 +139,10 @@ def main(dump, out_path, attention):
                        "seq_len": inputs.shape[2], "losses": losses, "grad_norms": grad_norms, "ranks": every,
                        "torch_num_threads": torch.get_num_threads(),
                        "torch_num_interop_threads": torch.get_num_interop_threads()}, f)
+    # Torn down together: a rank that destroys the group while rank 0 still writes has
+    # closed gloo's connections under it, and rank 0 then aborts in std::terminate (seen
+    # in the pictures test under load).
+    dist.barrier()
     dist.destroy_process_group()
 
 
