@@ -492,7 +492,8 @@ static void test_norm_paths(enum dtype d, int N, int C) {
   free(inp), free(weight), free(bias), free(dout), free(dinp0), free(dw0);
 }
 
-/* AdamW (fp32 whatever the compute dtype) over n elements: vectors and a remainder. */
+/* AdamW (fp32 whatever the compute dtype) over n elements: vectors and a remainder; the
+ * second step with a gradient scale. */
 static void test_adamw_paths(size_t n) {
   float *param0 = random_in(DTYPE_F32, n, 0.02f, 0.0f, 0), *grad = random_in(DTYPE_F32, n, 1e-3f, 0.0f, 1);
   float *m0 = random_in(DTYPE_F32, n, 1e-4f, 0.0f, 0), *v0 = random_in(DTYPE_F32, n, 1e-6f, 1e-6f, 0);
@@ -503,8 +504,10 @@ static void test_adamw_paths(size_t n) {
     simd_limit(path == 0 ? SIMD_AVX512 : SIMD_SCALAR);
     size_t bytes = n * sizeof(float);
     float *p = copy_of(param0, bytes), *m = copy_of(m0, bytes), *v = copy_of(v0, bytes);
+    float grad_scale = 0.3712f;
     for (int step = 0; step < 3; step++)
-      nn_adamw(&cpu, tensor_1d(p, DTYPE_F32, n), tensor_1d(grad, DTYPE_F32, n), tensor_1d(m, DTYPE_F32, n),
+      nn_adamw(&cpu, tensor_1d(p, DTYPE_F32, n), tensor_1d(grad, DTYPE_F32, n),
+               step == 1 ? tensor_1d(&grad_scale, DTYPE_F32, 1) : TENSOR_NONE, tensor_1d(m, DTYPE_F32, n),
                tensor_1d(v, DTYPE_F32, n), &h);
     out[path][0] = p, out[path][1] = m, out[path][2] = v;
   }

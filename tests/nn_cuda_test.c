@@ -1,7 +1,7 @@
 /* The cuda runtime ops (src/nn/cuda) against their CPU twins (src/nn/cpu/runtime.c), on
  * the same random inputs, at sizes from one element to past a million: odd sizes, one
  * block and many, and enough chunks of the in-place casts' schedule (cast.cu).
- * Tolerances: none (bit for bit) for cast, round, add, scale, fill and adamw, whatever
+ * Tolerances: none (bit for bit) for cast, round, add, fill, grad_clip_scale and adamw, whatever
  * the dtype; one fp32 ulp for init_normal, whose fp64 log and cos are CUDA's, not
  * glibc's (init_normal.cu), and which must still give the same bits run after run; for
  * sum and sum_squares, whose blocks add up in another order (sum.cu), 1e-12 of the sum
@@ -230,12 +230,6 @@ static void test_elementwise(size_t n) {
   expect_same_floats("add", n, y, got);
   free(got);
 
-  nn_scale(&cpu_ctx, t1(x, DTYPE_F32, n), 0.3712f);
-  nn_scale(&gpu_ctx, t1(gx, DTYPE_F32, n), 0.3712f);
-  got = from_gpu(gx, 4 * n);
-  expect_same_floats("scale", n, x, got);
-  free(got);
-
   nn_fill(&cpu_ctx, t1(x, DTYPE_F32, n), -0.1f);
   gx = device_alloc(gpu, 4 * n, MEM_OTHER, gpu_ctx.stream);
   nn_fill(&gpu_ctx, t1(gx, DTYPE_F32, n), -0.1f);
@@ -302,22 +296,49 @@ static void test_init_normal(size_t n) {
   free(x);
 }
 
-/* Two steps, so that the second starts from moments the first wrote. */
+/* The clipping scale of each case (the sum of squares, the unscale, max_norm): not clipped,
+ * clipped, clipped after unscaling, no clipping but an unscale, a non-finite norm. */
+static void test_grad_clip_scale(void) {
+  static const struct { double squares; float unscale, max_norm; } CASES[] = {
+      {0.09, 1.0f, 1.0f}, {7.3, 1.0f, 1.0f}, {7.3e6, 1.0f / 4096, 0.5f}, {2.0, 1.0f / 65536, 0.0f},
+      {INFINITY, 1.0f, 1.0f}};
+  double *squares = device_alloc(gpu, sizeof(double), MEM_OTHER, gpu_ctx.stream);
+  float *scale = device_alloc(gpu, sizeof(float), MEM_OTHER, gpu_ctx.stream);
+  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+    double host_squares = CASES[i].squares;
+    float expected, got;
+    nn_grad_clip_scale(&cpu_ctx, t1(&expected, DTYPE_F32, 1), t1(&host_squares, DTYPE_F64, 1), CASES[i].unscale,
+                       CASES[i].max_norm);
+    device_copy_to_device(gpu_ctx.stream, squares, &host_squares, sizeof host_squares);
+    nn_grad_clip_scale(&gpu_ctx, t1(scale, DTYPE_F32, 1), t1(squares, DTYPE_F64, 1), CASES[i].unscale,
+                       CASES[i].max_norm);
+    device_copy_to_host(gpu_ctx.stream, &got, scale, sizeof got);
+    stream_synchronize(gpu_ctx.stream);
+    expect_same_floats("grad_clip_scale", 1, &expected, &got);
+  }
+  device_free(gpu, squares, gpu_ctx.stream);
+  device_free(gpu, scale, gpu_ctx.stream);
+}
+
+/* Two steps, so that the second starts from moments the first wrote, the second with a
+ * gradient scale. */
 static void test_adamw(size_t n) {
   float *param = normals(n, 0.05f), *grad = normals(n, 0.01f), *m = normals(n, 0.001f), *v = normals(n, 1e-4f);
   for (size_t i = 0; i < n; i++) v[i] = v[i] * v[i];
-  float *host[4] = {param, grad, m, v};
-  void *dev[4];
+  float *host[4] = {param, grad, m, v}, grad_scale = 0.3712f;
+  void *dev[4], *dev_scale = to_gpu(&grad_scale, sizeof grad_scale);
   for (int k = 0; k < 4; k++) dev[k] = to_gpu(host[k], 4 * n);
   for (int t = 1; t <= 2; t++) {
     struct nn_adamw h = {.lr = 6e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
                          .bias_correction1 = 1.0f - powf(0.9f, (float)t),
                          .bias_correction2_sqrt = sqrtf(1.0f - powf(0.95f, (float)t))};
-    nn_adamw(&cpu_ctx, t1(param, DTYPE_F32, n), t1(grad, DTYPE_F32, n), t1(m, DTYPE_F32, n), t1(v, DTYPE_F32, n),
+    nn_adamw(&cpu_ctx, t1(param, DTYPE_F32, n), t1(grad, DTYPE_F32, n),
+             t == 2 ? t1(&grad_scale, DTYPE_F32, 1) : TENSOR_NONE, t1(m, DTYPE_F32, n), t1(v, DTYPE_F32, n), &h);
+    nn_adamw(&gpu_ctx, t1(dev[0], DTYPE_F32, n), t1(dev[1], DTYPE_F32, n),
+             t == 2 ? t1(dev_scale, DTYPE_F32, 1) : TENSOR_NONE, t1(dev[2], DTYPE_F32, n), t1(dev[3], DTYPE_F32, n),
              &h);
-    nn_adamw(&gpu_ctx, t1(dev[0], DTYPE_F32, n), t1(dev[1], DTYPE_F32, n), t1(dev[2], DTYPE_F32, n),
-             t1(dev[3], DTYPE_F32, n), &h);
   }
+  device_free(gpu, dev_scale, gpu_ctx.stream);
   static const char *const NAMES[4] = {"adamw param", "adamw grad", "adamw m", "adamw v"};
   for (int k = 0; k < 4; k++) {
     float *got = from_gpu(dev[k], 4 * n);
@@ -347,6 +368,7 @@ int main(void) {
     test_init_normal(n);
     test_adamw(n);
   }
+  test_grad_clip_scale();
   stream_destroy(gpu_ctx.stream);
   stream_destroy(cpu_ctx.stream);
   device_close(gpu);

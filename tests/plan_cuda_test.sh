@@ -11,6 +11,8 @@
 #                                       copy to the host (with bf16 parameters reduced in
 #                                       bf16: 2 s, as the gather's fp32 shard copy of 4 s
 #                                       then sets the peak instead of its bf16 one of 2 s)
+#   host other                          16 B T: the token batches, pinned for asynchronous
+#                                       copies, two of inputs and targets in turn
 # And every strategy and reduce dtype plans GPT-2 and Llama 3 in bf16, with and without
 # offload, per block: the bf16 unsharded parameters exactly what the CPU's bf16 plan
 # gathers (both compute in bf16, the same units), half of the CPU's fp32 plan (full and
@@ -102,7 +104,10 @@ for w in (2, 4):
             expect(f"{base} host {c}", on["host_peak_bytes"][c], 0)
             expect(f"{base} offloaded {c}", off["peak_bytes"][c], 0)
             expect(f"{base} offloaded host {c}", off["host_peak_bytes"][c], state[c])
-        expect(f"{base} offloaded host total", off["host_total_peak_bytes"], 16 * s)
+        tokens = 16 * 2 * 32  # B = 2, T = 32
+        for name, plan in ((base, on), (base + " offloaded", off)):
+            expect(f"{name} host other", plan["host_peak_bytes"]["other"], tokens)
+        expect(f"{base} offloaded host total", off["host_total_peak_bytes"], 16 * s + tokens)
         extra = 2 * s if (pd, rd) == ("bf16", "bf16") else 4 * s
         expect(f"{base} offloaded comm minus not", off["peak_bytes"]["comm"] - on["peak_bytes"]["comm"], extra)
         print(f"ok W={w} {pd}/{rd}: P {P}, GPU total {on['total_peak_bytes']} -> {off['total_peak_bytes']} "

@@ -38,8 +38,8 @@ struct decoder {
   void *logits;           /* (loss chunk, vocab_padded) during the loss; (N, vocab_padded) kept with keep_logits */
   int keep_logits;        /* 1: the forward's logits of all N tokens stay until the backward or the next forward */
   void *losses;           /* (N) fp32 */
-  double *loss_sum;       /* on the device: the sum of losses, for mean_loss */
-  float mean_loss;        /* this rank's mean over its B * T tokens (0 on the meta device) */
+  double *loss_sum;       /* on the device: the sum of the losses of the forwards since the last take */
+  int loss_forwards;      /* those forwards */
   /* The gradient of the residual stream at the current depth, (N, C), from the final
    * norm's backward to the embeddings'. */
   void *d_residual;
@@ -113,8 +113,11 @@ void decoder_loss_forward(struct decoder *d, struct tensor head, void *final);
 /* The tokens of a chunk of the loss: loss_chunk, or as many as keep a chunk's logits within
  * 2^26 elements; at most N. */
 size_t decoder_loss_chunk(const struct decoder *d);
-/* mean_loss from losses: the forward's end, after the output's post-forward. */
-void decoder_mean_loss(struct decoder *d);
+/* loss_sum += the sum of losses: the forward's end, after the output's post-forward. */
+void decoder_add_loss(struct decoder *d);
+/* This rank's mean loss over the tokens of the forwards since the last take (0 on the meta
+ * device), read to the host: it waits for them. */
+double decoder_take_loss(struct decoder *d);
 /* The backward of the loss, loss_scale times the mean over the N tokens, through the
  * head (accumulating into dhead), a chunk at a time from the chunk's logits computed
  * again; returns dL/d(final), (N, C), for the family to release. */
@@ -167,10 +170,10 @@ void decoder_decode_done(struct decoder *d, struct kv_cache *cache, int n);
     PREFIX##_free(model);                                                                                        \
     free(model);                                                                                                 \
   }                                                                                                              \
-  static float PREFIX##_family_forward(void *model, const int *inputs, const int *targets) {                     \
+  static void PREFIX##_family_forward(void *model, const int *inputs, const int *targets) {                      \
     PREFIX##_forward(model, inputs, targets);                                                                    \
-    return ((struct decoder *)model)->mean_loss;                                                                 \
   }                                                                                                              \
+  static double PREFIX##_family_take_loss(void *model) { return decoder_take_loss(model); }                      \
   static void PREFIX##_family_backward(void *model, float loss_scale) { PREFIX##_backward(model, loss_scale); }   \
   static void PREFIX##_family_release(void *model) { PREFIX##_release_activations(model); }                      \
   static struct kv_cache *PREFIX##_family_cache_create(void *model, int max_len) {                               \
@@ -185,7 +188,8 @@ void decoder_decode_done(struct decoder *d, struct kv_cache *cache, int n);
   }                                                                                                              \
   const struct model_family NAME = {family_name,           config_problem_fn,       batch_problem_fn,            \
                                     PREFIX##_family_create, PREFIX##_family_free,   PREFIX##_family_forward,     \
-                                    PREFIX##_family_backward, PREFIX##_family_release, hf_format,                \
+                                    PREFIX##_family_take_loss, PREFIX##_family_backward,                         \
+                                    PREFIX##_family_release, hf_format,                                          \
                                     PREFIX##_family_cache_create, PREFIX##_family_cache_free,                    \
                                     PREFIX##_family_decode}
 

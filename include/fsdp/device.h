@@ -77,6 +77,9 @@ void device_copy_to_device(struct stream *s, void *dst, const void *host_src, si
 void device_copy_to_host(struct stream *s, void *host_dst, const void *src, size_t bytes);
 void device_copy(struct stream *s, void *dst, const void *src, size_t bytes);
 void device_memset(struct stream *s, void *dst, int byte, size_t bytes);
+/* How many times the host has waited for d's streams so far: each stream_synchronize,
+ * event_synchronize and device_copy_to_host (whether or not the work was done already). */
+size_t device_host_waits(const struct device *d);
 
 /* Memory accounting of this device (fsdp/memory.h). */
 void device_memory_stats(const struct device *d, struct mem_stats *out);

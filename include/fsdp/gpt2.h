@@ -51,10 +51,11 @@ void gpt2_create(struct gpt2 *model, const struct model_config *config, struct f
                  int ac_every);
 void gpt2_free(struct gpt2 *model);
 
-/* Forward over one batch (host token ids, copied to the device); sets mean_loss.
+/* Forward over one batch (host token ids, copied to the device); adds its losses to
+ * base.loss_sum (decoder_take_loss reads their mean).
  * Drives each unit's pre/post-forward hooks. */
 void gpt2_forward(struct gpt2 *model, const int *inputs, const int *targets);
-/* Backward of the last forward, for the loss loss_scale * mean_loss (1/K for one of
+/* Backward of the last forward, for the loss loss_scale times its mean loss (1/K for one of
  * K accumulated micro-batches, times the fp16 loss scale); hands each unit's
  * gradients to the runtime, which reduces them into its grad_shard. */
 void gpt2_backward(struct gpt2 *model, float loss_scale);

@@ -56,9 +56,10 @@ void llama_create(struct llama *model, const struct model_config *config, struct
                   int ac_every);
 void llama_free(struct llama *model);
 
-/* Forward over one batch (host token ids, copied to the device); sets base.mean_loss. */
+/* Forward over one batch (host token ids, copied to the device); adds its losses to
+ * base.loss_sum (decoder_take_loss reads their mean). */
 void llama_forward(struct llama *model, const int *inputs, const int *targets);
-/* Backward of the last forward, for the loss loss_scale * mean_loss; hands each unit's
+/* Backward of the last forward, for the loss loss_scale times its mean loss; hands each unit's
  * gradients to the runtime, which reduces them into its grad_shard. */
 void llama_backward(struct llama *model, float loss_scale);
 /* A decode step with a KV cache (fsdp/model.h's decode); uses none of the training

@@ -37,8 +37,12 @@ struct model_family {
    * checkpoints blocks K-1, 2K-1, ... */
   void *(*create)(const struct model_config *c, struct fsdp_model *fsdp, int B, int T, int ac_every);
   void (*free)(void *model);
-  /* Host token ids (B, T); returns this rank's mean loss over its B * T tokens. */
-  float (*forward)(void *model, const int *inputs, const int *targets);
+  /* Host token ids (B, T): the forward and this rank's loss over its B * T tokens, added to
+   * a sum on the device (nothing waits for it). */
+  void (*forward)(void *model, const int *inputs, const int *targets);
+  /* This rank's mean loss over the tokens of the forwards since the last take, read to the
+   * host (it waits for them). */
+  double (*take_loss)(void *model);
   /* The backward of the last forward, of loss_scale times the mean loss. */
   void (*backward)(void *model, float loss_scale);
   /* Frees what a forward that no backward follows (an evaluation) left. */

@@ -144,8 +144,6 @@ void nn_cast(const struct nn_ctx *c, struct tensor dst, struct tensor src);
 void nn_round(const struct nn_ctx *c, struct tensor x, enum dtype dtype);
 /* y += x (fp32). */
 void nn_add(const struct nn_ctx *c, struct tensor y, struct tensor x);
-/* x *= scale (fp32). */
-void nn_scale(const struct nn_ctx *c, struct tensor x, float scale);
 /* sum[0] (fp64) += the sum of x (fp32), and of its squares. */
 void nn_sum(const struct nn_ctx *c, struct tensor sum, struct tensor x);
 void nn_sum_squares(const struct nn_ctx *c, struct tensor sum, struct tensor x);
@@ -159,14 +157,23 @@ void nn_init_normal(const struct nn_ctx *c, struct tensor x, uint64_t seed, uint
 void nn_init_trunc_normal(const struct nn_ctx *c, struct tensor x, uint64_t seed, uint64_t stream, uint64_t first,
                           float std, float bound);
 
-/* PyTorch's AdamW on fp32 buffers: p -= lr * wd * p; m = b1 m + (1 - b1) g;
+/* What AdamW multiplies the gradients by (nn_adamw's grad_scale), from squares, the sum of
+ * their squares as they are (loss-scaled by 1 / unscale): unscale, times
+ * max_norm / (norm + 1e-6) where the unscaled norm sqrt(squares) * unscale exceeds
+ * max_norm > 0 (torch.nn.utils.clip_grad_norm_'s clipping). On the device that holds
+ * them, so that no step waits for the host to read the norm. */
+void nn_grad_clip_scale(const struct nn_ctx *c, struct tensor scale, struct tensor squares, float unscale,
+                        float max_norm);
+
+/* PyTorch's AdamW on fp32 buffers, of g = grad * grad_scale[0] (TENSOR_NONE: grad):
+ * p -= lr * wd * p; m = b1 m + (1 - b1) g;
  * v = b2 v + (1 - b2) g^2; p -= (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps). */
 struct nn_adamw {
   float lr, beta1, beta2, eps, weight_decay;
   float bias_correction1, bias_correction2_sqrt; /* 1 - b1^t, sqrt(1 - b2^t) */
 };
-void nn_adamw(const struct nn_ctx *c, struct tensor param, struct tensor grad, struct tensor m, struct tensor v,
-              const struct nn_adamw *h);
+void nn_adamw(const struct nn_ctx *c, struct tensor param, struct tensor grad, struct tensor grad_scale,
+              struct tensor m, struct tensor v, const struct nn_adamw *h);
 
 /* The OpenMP threads the CPU kernels run on (OMP_NUM_THREADS, or the cores this process may use). */
 int nn_num_threads(void);

@@ -42,9 +42,14 @@ struct fsdp_model {
    * (FSDP2's set_requires_gradient_sync(False), FSDP1's no_sync). */
   int requires_grad_sync;
   struct fsdp_unit *latest_reduced; /* the unit whose reduction was launched last in this backward */
-  /* On the device, for the model-wide all-reduces (the grad norm's sum of squares, the
-   * metrics): NCCL reduces device memory only. */
+  /* On the device, for the model-wide all-reduces: NCCL reduces device memory only.
+   * scalar[0] carries the metrics, scalar[1] the gradients' sum of squares over every
+   * rank, and the float at scalar + 2 the scale of the next AdamW step's gradients. */
   double *scalar;
+  /* The same two under CPU offload, where AdamW runs on the host. */
+  double host_grad_squares;
+  float host_grad_scale;
+  struct tensor grad_scale; /* the next AdamW step's, or TENSOR_NONE (fsdp_model_clip_grad_norm) */
   int n_modules;
   struct fsdp_module *modules;
   int n_units;                      /* 0 until fsdp_model_wrap */
@@ -173,12 +178,17 @@ void fsdp_model_wait_for_grads(struct fsdp_model *m);
 /* Waits until the comm streams are idle (the next step's all-gathers may be in flight). */
 void fsdp_model_synchronize(struct fsdp_model *m);
 
-/* L2 norm of all gradients across ranks (each element counted once, padding excluded). */
+/* The L2 norm of all gradients across ranks (each element counted once, padding
+ * excluded), measured on the device: nothing waits for it. */
+void fsdp_model_measure_grad_norm(struct fsdp_model *m);
+/* The norm last measured, read to the host (waits for it). */
+double fsdp_model_measured_grad_norm(struct fsdp_model *m);
+/* Both. */
 double fsdp_model_grad_norm(struct fsdp_model *m);
-/* Multiplies every gradient by scale (undoing a loss scale). */
-void fsdp_model_scale_grads(struct fsdp_model *m, float scale);
-/* Scales the gradients by max_norm / norm when norm > max_norm; returns the scale used. */
-float fsdp_model_clip_grads(struct fsdp_model *m, double norm, double max_norm);
+/* The next AdamW step takes the gradients times unscale (undoing a loss scale of
+ * 1 / unscale), clipped to a norm of max_norm > 0 (none: 0) as torch.nn.utils.
+ * clip_grad_norm_ does, from the norm last measured, on the device (nn_grad_clip_scale). */
+void fsdp_model_clip_grad_norm(struct fsdp_model *m, double max_norm, float unscale);
 /* Drops the reduced gradients without a step (a step skipped on overflow): the next
  * backward's reduction overwrites them instead of adding. */
 void fsdp_model_zero_grad(struct fsdp_model *m);

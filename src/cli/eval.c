@@ -49,15 +49,14 @@ int fsdp_eval_main(int argc, char **argv) {
 
   int *inputs = fsdp_xcalloc((size_t)B * T, sizeof(int)), *targets = fsdp_xcalloc((size_t)B * T, sizeof(int));
   int per_rank = o.batches / W;
-  double sum = 0.0;
   for (int j = 0; j < per_rank; j++) {
     load_windows(&data, (size_t)(rank * per_rank + j) * (size_t)B, B, T, inputs, targets);
-    sum += o.family->forward(m.model, inputs, targets);
+    o.family->forward(m.model, inputs, targets);
     o.family->release_activations(m.model);
     fsdp_model_reshard_all(&m.fsdp);
   }
   /* Every batch has B T tokens: the mean of the ranks' means is the mean over all of them. */
-  double loss = fsdp_model_mean_across_ranks(&m.fsdp, sum / per_rank);
+  double loss = fsdp_model_mean_across_ranks(&m.fsdp, o.family->take_loss(m.model));
   if (rank == 0) {
     printf("{\"loss\": %.9g, \"windows\": %zu, \"tokens\": %zu}\n", loss, windows, windows * (size_t)T);
     fflush(stdout);

@@ -8,6 +8,7 @@
 #include "fsdp/device.h"
 #include "fsdp/error.h"
 #include "fsdp/log.h"
+#include "fsdp/stream.h"
 #include "fsdp/timer.h"
 #include "fsdp/trace.h"
 #include "checkpoint.h"
@@ -59,6 +60,22 @@ static void log_run(const struct trainer *t) {
   if (mem.total_current) metrics_print_memory("of the host (pinned) after model creation", &mem, 0);
 }
 
+/* A batch's token ids on the host. For cuda in pinned memory, whose copies to the device
+ * are asynchronous: a copy from pageable memory first waits for the stream's work, a
+ * wait inside every step. */
+static int *batch_alloc(const struct trainer *t) {
+  size_t bytes = (size_t)t->B * t->T * sizeof(int);
+  if (device_target(t->device) == DEVICE_CUDA) return device_alloc_pinned(t->device, bytes, MEM_OTHER);
+  return fsdp_xcalloc(1, bytes);
+}
+
+static void batch_free(const struct trainer *t, int *tokens) {
+  if (device_target(t->device) == DEVICE_CUDA)
+    device_free_pinned(t->device, tokens);
+  else
+    free(tokens);
+}
+
 void trainer_setup(struct trainer *t, const struct train_options *o, struct device *device, struct comm_group *group,
                    int planning) {
   memset(t, 0, sizeof *t);
@@ -100,21 +117,39 @@ void trainer_setup(struct trainer *t, const struct train_options *o, struct devi
   t->flops_per_step = mfu_flops_per_token(o, fsdp_model_numel(&t->fsdp)) * t->B * t->T * t->world_size * o->grad_accum;
   if (!planning) log_run(t);
 
-  size_t N = (size_t)t->B * t->T;
-  t->inputs = fsdp_xcalloc(N, sizeof(int));
-  t->targets = fsdp_xcalloc(N, sizeof(int));
+  for (int i = 0; i < 2; i++) {
+    struct token_batch *b = &t->batches[i];
+    b->inputs = batch_alloc(t);
+    b->targets = batch_alloc(t);
+    b->read = event_create(t->device);
+  }
+}
+
+/* The batch to fill next: the one whose forward was launched longest ago, once that
+ * forward's copy of it has run (a wait only when the device is two forwards behind). */
+static struct token_batch *next_batch(struct trainer *t) {
+  struct token_batch *b = &t->batches[t->next_batch];
+  t->next_batch ^= 1;
+  event_synchronize(b->read);
+  return b;
+}
+
+/* The forward of a batch the loader filled. */
+static void forward(struct trainer *t, struct token_batch *b) {
+  t->opt.family->forward(t->model, b->inputs, b->targets);
+  event_record(b->read, t->fsdp.streams.compute);
 }
 
 static double validation_loss(struct trainer *t) {
-  double sum = 0.0;
   for (int b = 0; b < t->opt.val_batches; b++) {
-    token_split_batch(&t->val, t->opt.seed, VAL_BATCH_BASE + (uint64_t)b, t->rank * t->B, t->B, t->T, t->inputs,
-                      t->targets);
-    sum += t->opt.family->forward(t->model, t->inputs, t->targets);
+    struct token_batch *batch = next_batch(t);
+    token_split_batch(&t->val, t->opt.seed, VAL_BATCH_BASE + (uint64_t)b, t->rank * t->B, t->B, t->T, batch->inputs,
+                      batch->targets);
+    forward(t, batch);
     t->opt.family->release_activations(t->model);
     fsdp_model_reshard_all(&t->fsdp);
   }
-  return fsdp_model_mean_across_ranks(&t->fsdp, sum / t->opt.val_batches);
+  return fsdp_model_mean_across_ranks(&t->fsdp, t->opt.family->take_loss(t->model));
 }
 
 /* Ranks start the trace together, so that their time zero is the same moment. */
@@ -134,39 +169,38 @@ static void finish_trace(struct trainer *t) {
 
 /* K micro-batches: micro-batch k of rank r holds the global batch's rows from
  * (r K + k) B, so that the step sees the same rows as one batch of K B rows per rank. */
-static double forward_backward(struct trainer *t, int step) {
+static void forward_backward(struct trainer *t, int step) {
   const struct train_options *o = &t->opt;
   int K = o->grad_accum;
   float loss_scale = (t->scaler.scale > 0.0f ? t->scaler.scale : 1.0f) / (float)K;
-  double loss = 0.0;
   for (int k = 0; k < K; k++) {
+    struct token_batch *batch = next_batch(t);
     if (!t->planning)
-      token_split_batch(&t->train, o->seed, (uint64_t)(step - 1), (t->rank * K + k) * t->B, t->B, t->T, t->inputs,
-                        t->targets);
+      token_split_batch(&t->train, o->seed, (uint64_t)(step - 1), (t->rank * K + k) * t->B, t->B, t->T,
+                        batch->inputs, batch->targets);
     t->fsdp.requires_grad_sync = o->accum_mode == ACCUM_SHARDED || k == K - 1;
-    loss += o->family->forward(t->model, t->inputs, t->targets);
+    forward(t, batch);
     o->family->backward(t->model, loss_scale);
   }
-  return loss / K;
 }
 
 /* GradScaler's update: an overflow (the norm of the scaled gradients is inf or nan
  * on some rank, which the all-reduce spreads to all) skips the step and halves the
  * scale; every LOSS_SCALE_GROWTH_INTERVAL good steps in a row double it. Returns 1
- * when the step is to be skipped; otherwise the gradients and *norm are unscaled. */
-static int unscale_or_skip(struct trainer *t, int step, double *norm) {
+ * when the step is to be skipped. The norm is read to the host for it, as GradScaler's
+ * step reads its found_inf: the one wait inside a step, and only in fp16. */
+static int skip_on_overflow(struct trainer *t, int step) {
   struct loss_scaler *s = &t->scaler;
   if (s->scale == 0.0f) return 0;
-  if (!isfinite(*norm)) {
+  double norm = fsdp_model_measured_grad_norm(&t->fsdp);
+  if (!isfinite(norm)) {
     fsdp_log_info("step %d: gradients overflowed in fp16 (grad norm %s): step skipped, loss scale %g -> %g", step,
-                  isinf(*norm) ? "inf" : "nan", s->scale, s->scale / 2);
+                  isinf(norm) ? "inf" : "nan", s->scale, s->scale / 2);
     s->scale /= 2;
     s->good_steps = 0;
     fsdp_model_zero_grad(&t->fsdp);
     return 1;
   }
-  fsdp_model_scale_grads(&t->fsdp, 1.0f / s->scale);
-  *norm /= s->scale;
   if (++s->good_steps == LOSS_SCALE_GROWTH_INTERVAL) {
     s->scale *= 2;
     s->good_steps = 0;
@@ -189,14 +223,18 @@ void trainer_step(struct trainer *t, int step, struct step_metrics *m) {
   if (t->device != device_cpu()) device_reset_peaks(device_cpu());
   float lr = lr_at(&t->schedule, step - 1);
   m->loss_scale = t->scaler.scale;
-  double loss = forward_backward(t, step);
-  double norm = fsdp_model_grad_norm(&t->fsdp);
-  m->skipped = unscale_or_skip(t, step, &norm);
+  float unscale = t->scaler.scale > 0.0f ? 1.0f / t->scaler.scale : 1.0f;
+  forward_backward(t, step);
+  fsdp_model_measure_grad_norm(&t->fsdp);
+  m->skipped = skip_on_overflow(t, step);
   if (!m->skipped) {
-    fsdp_model_clip_grads(&t->fsdp, norm, o->grad_clip);
+    fsdp_model_clip_grad_norm(&t->fsdp, o->grad_clip, unscale);
     struct adamw_config adamw = {lr, o->beta1, o->beta2, o->eps, o->weight_decay};
     fsdp_model_adamw_step(&t->fsdp, &adamw, ++t->optimizer_steps);
   }
+  /* The step's wait for the device: its loss and its norm, once the optimizer is launched. */
+  double loss = o->family->take_loss(t->model);
+  double norm = fsdp_model_measured_grad_norm(&t->fsdp) * unscale;
   double step_ms = time_now_ms() - start;
   m->minor_faults = minor_faults_so_far() - faults;
   fsdp_model_take_comm_times(&t->fsdp, &comm);
@@ -232,8 +270,11 @@ static void finish_snapshot(struct trainer *t) {
 
 void trainer_teardown(struct trainer *t) {
   if (t->log) fclose(t->log);
-  free(t->inputs);
-  free(t->targets);
+  for (int i = 0; i < 2; i++) {
+    batch_free(t, t->batches[i].inputs);
+    batch_free(t, t->batches[i].targets);
+    event_destroy(t->batches[i].read);
+  }
   t->opt.family->free(t->model);
   fsdp_model_free(&t->fsdp);
   if (t->replicas > 1) comm_mesh_free(&t->mesh);

@@ -23,8 +23,12 @@ struct trainer {
   struct token_split train, val;
   struct fsdp_model fsdp;
   void *model; /* opt.family's */
-  float loss;  /* the last forward's mean loss on this rank */
-  int *inputs, *targets; /* host memory: the loader's, outside the device's accounting */
+  /* The host side of the batches' tokens, two in turn (train.c, next_batch). */
+  struct token_batch {
+    int *inputs, *targets;
+    struct event *read; /* recorded after the forward that copied them to the device */
+  } batches[2];
+  int next_batch;
   FILE *log;
   struct loss_scaler scaler;
   int optimizer_steps; /* steps taken, skipped ones left out: AdamW's bias correction counts these */

@@ -68,6 +68,7 @@ struct device {
   pthread_mutex_t cache_lock;
   struct cached_block *free_blocks;
   size_t reserved_bytes;
+  atomic_size_t host_waits; /* device_host_waits */
 };
 
 struct stream {

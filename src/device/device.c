@@ -128,7 +128,12 @@ void stream_wait_event(struct stream *s, struct event *e) {
   s->device->backend->stream_wait_event(s, e);
 }
 
-void stream_synchronize(struct stream *s) { s->device->backend->stream_synchronize(s); }
+void stream_synchronize(struct stream *s) {
+  atomic_fetch_add(&s->device->host_waits, 1);
+  s->device->backend->stream_synchronize(s);
+}
+
+size_t device_host_waits(const struct device *d) { return atomic_load(&((struct device *)d)->host_waits); }
 
 void stream_get_times(struct stream *s, struct stream_times *out) { s->device->backend->stream_times(s, out, 0); }
 
@@ -156,14 +161,19 @@ void event_record(struct event *e, struct stream *s) {
 }
 
 int event_query(const struct event *e) { return e->device->backend->event_query(e); }
-void event_synchronize(struct event *e) { e->device->backend->event_synchronize(e); }
+void event_synchronize(struct event *e) {
+  atomic_fetch_add(&e->device->host_waits, 1);
+  e->device->backend->event_synchronize(e);
+}
 
 void device_copy_to_device(struct stream *s, void *dst, const void *host_src, size_t bytes) {
   if (bytes) s->device->backend->copy(s, dst, host_src, bytes, 1, 0);
 }
 
 void device_copy_to_host(struct stream *s, void *host_dst, const void *src, size_t bytes) {
-  if (bytes) s->device->backend->copy(s, host_dst, src, bytes, 0, 1);
+  if (!bytes) return;
+  atomic_fetch_add(&s->device->host_waits, 1);
+  s->device->backend->copy(s, host_dst, src, bytes, 0, 1);
 }
 
 void device_copy(struct stream *s, void *dst, const void *src, size_t bytes) {

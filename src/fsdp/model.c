@@ -41,7 +41,8 @@ void fsdp_model_init_hybrid(struct fsdp_model *m, struct device *device, struct 
   fsdp_streams_init(&m->streams, device, group, replicate);
   m->streams.blocking = m->overlap.blocking;
   m->collective_done = event_create(device);
-  m->scalar = device_alloc(device, sizeof(double), MEM_OTHER, m->streams.compute);
+  m->scalar = device_alloc(device, 3 * sizeof(double), MEM_OTHER, m->streams.compute);
+  m->grad_scale = TENSOR_NONE;
 }
 
 void fsdp_model_free(struct fsdp_model *m) {
@@ -124,45 +125,58 @@ static void all_reduce_everywhere(struct fsdp_model *m, double *value, enum comm
   if (m->streams.replicate) all_reduce_on(m, m->streams.replicate, m->streams.replicate_group, value, op, label);
 }
 
+static double *grad_squares(struct fsdp_model *m) { return m->scalar + 1; }
+
 /* Padding is zero in every gradient shard, so a whole shard's sum of squares is that of
  * the elements this rank owns; summed over the shard group, every element counts once
  * (under HSDP the replicas hold the same shards and the same sum). On the meta device
  * nothing is summed: the norm is 0. */
-double fsdp_model_grad_norm(struct fsdp_model *m) {
+void fsdp_model_measure_grad_norm(struct fsdp_model *m) {
   wait_for_sharded_grads(m);
   for (int i = 0; i < m->n_units; i++) FSDP_CHECK(!m->units[i]->unreduced);
   struct nn_ctx c = compute_ctx(m), home = home_ctx(m);
   /* Offloaded, the host sums its shards and hands the sum to the device's all-reduce. */
-  double host_sum = 0.0;
-  double *partial = m->streams.host ? &host_sum : m->scalar;
+  double *partial = m->streams.host ? &m->host_grad_squares : grad_squares(m);
   device_memset(home.stream, partial, 0, sizeof(double));
   for (int i = 0; i < m->n_units; i++)
     nn_sum_squares(&home, tensor_1d(partial, DTYPE_F64, 1), shard_of(m->units[i], m->units[i]->grad_shard));
-  if (m->streams.host) device_copy_to_device(c.stream, m->scalar, &host_sum, sizeof host_sum);
+  if (m->streams.host) device_copy_to_device(c.stream, grad_squares(m), partial, sizeof(double));
   /* Replicated gradients are already whole on every rank. */
-  if (m->strategy != SHARD_NONE) all_reduce_now(m, m->scalar, COMM_SUM, "all-reduce grad norm");
+  if (m->strategy != SHARD_NONE) all_reduce_now(m, grad_squares(m), COMM_SUM, "all-reduce grad norm");
+}
+
+double fsdp_model_measured_grad_norm(struct fsdp_model *m) {
+  struct stream *s = m->streams.compute;
   double sum = 0.0;
-  device_copy_to_host(c.stream, &sum, m->scalar, sizeof sum);
-  stream_synchronize(c.stream);
+  device_copy_to_host(s, &sum, grad_squares(m), sizeof sum);
+  stream_synchronize(s);
   return sqrt(sum);
 }
 
-void fsdp_model_scale_grads(struct fsdp_model *m, float scale) {
-  wait_for_sharded_grads(m);
-  struct nn_ctx c = home_ctx(m);
-  for (int i = 0; i < m->n_units; i++) nn_scale(&c, shard_of(m->units[i], m->units[i]->grad_shard), scale);
+double fsdp_model_grad_norm(struct fsdp_model *m) {
+  fsdp_model_measure_grad_norm(m);
+  return fsdp_model_measured_grad_norm(m);
 }
 
-float fsdp_model_clip_grads(struct fsdp_model *m, double norm, double max_norm) {
-  if (max_norm <= 0.0 || norm <= max_norm) return 1.0f;
-  /* The same epsilon as torch.nn.utils.clip_grad_norm_. */
-  float scale = (float)(max_norm / (norm + 1e-6));
-  fsdp_model_scale_grads(m, scale);
-  return scale;
+void fsdp_model_clip_grad_norm(struct fsdp_model *m, double max_norm, float unscale) {
+  m->grad_scale = TENSOR_NONE;
+  if (max_norm <= 0.0 && unscale == 1.0f) return;
+  struct nn_ctx home = home_ctx(m);
+  double *squares = grad_squares(m);
+  float *scale = (float *)(m->scalar + 2);
+  if (m->streams.host) { /* the host's AdamW takes a scale in host memory */
+    squares = &m->host_grad_squares;
+    scale = &m->host_grad_scale;
+    device_copy_to_host(m->streams.compute, squares, grad_squares(m), sizeof *squares);
+    stream_synchronize(m->streams.compute);
+  }
+  m->grad_scale = tensor_1d(scale, DTYPE_F32, 1);
+  nn_grad_clip_scale(&home, m->grad_scale, tensor_1d(squares, DTYPE_F64, 1), unscale, (float)max_norm);
 }
 
 void fsdp_model_zero_grad(struct fsdp_model *m) {
   fsdp_model_wait_for_grads(m);
+  m->grad_scale = TENSOR_NONE;
   for (int i = 0; i < m->n_units; i++) m->units[i]->grads_in_shard = 0;
 }
 
@@ -177,7 +191,7 @@ static void adamw_unit(struct fsdp_model *m, struct fsdp_unit *u, const struct n
     if (!n) continue;
     struct nn_adamw hp = *h;
     if (!u->layout.params[p].weight_decay) hp.weight_decay = 0.0f;
-    nn_adamw(&c, tensor_slice(&param, o, n), tensor_slice(&grad, o, n), tensor_slice(&adam_m, o, n),
+    nn_adamw(&c, tensor_slice(&param, o, n), tensor_slice(&grad, o, n), m->grad_scale, tensor_slice(&adam_m, o, n),
              tensor_slice(&adam_v, o, n), &hp);
   }
 }
@@ -203,6 +217,7 @@ void fsdp_model_adamw_step(struct fsdp_model *m, const struct adamw_config *cfg,
     m->units[i]->grads_in_shard = 0;
     fsdp_prefetch_for_next_step(m, m->units[i]);
   }
+  m->grad_scale = TENSOR_NONE;
   mem_pop_context();
   if (trace_enabled()) trace_span(trace_track(stream_name(m->streams.compute)), "optimizer", begin, trace_now_us());
 }

@@ -52,6 +52,7 @@ void decoder_init(struct decoder *d, const struct model_config *config, struct f
   d->inputs = device_alloc(fsdp->device, (size_t)B * T * sizeof(int), MEM_ACTIVATIONS, compute);
   d->targets = device_alloc(fsdp->device, (size_t)B * T * sizeof(int), MEM_ACTIVATIONS, compute);
   d->loss_sum = device_alloc(fsdp->device, sizeof(double), MEM_ACTIVATIONS, compute);
+  device_memset(compute, d->loss_sum, 0, sizeof(double));
 }
 
 void decoder_free(struct decoder *d) {

@@ -62,14 +62,22 @@ void decoder_loss_forward(struct decoder *d, struct tensor head, void *final) {
   if (!d->keep_logits) decoder_release(d, &d->logits);
 }
 
-void decoder_mean_loss(struct decoder *d) {
+void decoder_add_loss(struct decoder *d) {
   struct nn_ctx k = decoder_ctx(d);
-  double sum = 0.0;
-  device_memset(k.stream, d->loss_sum, 0, sizeof(double));
   nn_sum(&k, tensor_1d(d->loss_sum, DTYPE_F64, 1), decoder_stats(d, d->losses));
-  device_copy_to_host(k.stream, &sum, d->loss_sum, sizeof sum);
-  stream_synchronize(k.stream);
-  d->mean_loss = (float)(sum / ((double)d->B * d->T));
+  d->loss_forwards++;
+}
+
+double decoder_take_loss(struct decoder *d) {
+  FSDP_CHECK(d->loss_forwards > 0);
+  struct stream *s = d->fsdp->streams.compute;
+  double sum = 0.0;
+  device_copy_to_host(s, &sum, d->loss_sum, sizeof sum);
+  stream_synchronize(s);
+  device_memset(s, d->loss_sum, 0, sizeof(double));
+  double tokens = (double)d->loss_forwards * d->B * d->T;
+  d->loss_forwards = 0;
+  return sum / tokens;
 }
 
 void *decoder_loss_backward(struct decoder *d, float loss_scale, struct tensor head, struct tensor dhead, void *final) {

@@ -153,7 +153,7 @@ void gpt2_forward(struct gpt2 *model, const int *inputs, const int *targets) {
   fsdp_pre_forward(d->fsdp, d->output);
   decoder_loss_forward(d, decoder_param(d, d->output, EMB_WTE), model->lnf);
   fsdp_post_forward(d->fsdp, d->output);
-  decoder_mean_loss(d);
+  decoder_add_loss(d);
 }
 
 /* On entry d_residual holds dL/d(block output); on exit dL/d(block input). The

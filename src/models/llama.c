@@ -215,7 +215,7 @@ void llama_forward(struct llama *model, const int *inputs, const int *targets) {
   fsdp_pre_forward(d->fsdp, d->output);
   decoder_loss_forward(d, decoder_param(d, d->output, 0), model->norm);
   fsdp_post_forward(d->fsdp, d->output);
-  decoder_mean_loss(d);
+  decoder_add_loss(d);
 }
 
 /* The gradient through x -> rope(x) with x = n @ w^T, w one of wq and wk: d_rotated

@@ -235,10 +235,15 @@ static void trunc_normal_shapes(const void *p, struct shape_check *check) {
   RULE(a->std > 0.0f && a->bound >= a->std);
 }
 
+static void grad_clip_scale_shapes(const void *p, struct shape_check *check) {
+  const struct grad_clip_scale_args *a = p;
+  RULE(numel(a->scale) == 1 && numel(a->squares) == 1);
+}
+
 static void adamw_shapes(const void *p, struct shape_check *check) {
   const struct adamw_args *a = p;
   size_t n = numel(a->param);
-  RULE(numel(a->grad) == n && numel(a->m) == n && numel(a->v) == n);
+  RULE(numel(a->grad) == n && none_or(a->grad_scale, 1) && numel(a->m) == n && numel(a->v) == n);
 }
 
 static void no_shapes(const void *p, struct shape_check *check) {
@@ -315,14 +320,15 @@ CONTRACT(cached_attention_forward, cached_attention_shapes, IN(cached_attention_
 CONTRACT(cast, cast_shapes, IN(cast_args, dst, FLOAT), IN(cast_args, src, FLOAT));
 CONTRACT(round, round_shapes, IN(round_args, x, F32));
 CONTRACT(add, add_shapes, IN(add_args, y, F32), IN(add_args, x, F32));
-CONTRACT(scale, no_shapes, IN(scale_args, x, F32));
 CONTRACT(sum, sum_shapes, IN(sum_args, sum, SUM), IN(sum_args, x, F32));
 CONTRACT(sum_squares, sum_shapes, IN(sum_args, sum, SUM), IN(sum_args, x, F32));
 CONTRACT(fill, no_shapes, IN(fill_args, x, F32));
 CONTRACT(init_normal, no_shapes, IN(init_normal_args, x, F32));
 CONTRACT(init_trunc_normal, trunc_normal_shapes, IN(init_trunc_normal_args, x, F32));
-CONTRACT(adamw, adamw_shapes, IN(adamw_args, param, F32), IN(adamw_args, grad, F32), IN(adamw_args, m, F32),
-         IN(adamw_args, v, F32));
+CONTRACT(grad_clip_scale, grad_clip_scale_shapes, IN(grad_clip_scale_args, scale, F32),
+         IN(grad_clip_scale_args, squares, SUM));
+CONTRACT(adamw, adamw_shapes, IN(adamw_args, param, F32), IN(adamw_args, grad, F32),
+         OPT(adamw_args, grad_scale, F32), IN(adamw_args, m, F32), IN(adamw_args, v, F32));
 
 /* ---- the check ---- */
 

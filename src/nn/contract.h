@@ -52,7 +52,7 @@ struct op_contract {
   X(residual_forward) X(classifier) X(rmsnorm_forward) X(rmsnorm_backward) X(rope_table) X(rope_forward)           \
   X(rope_backward) X(swiglu_forward) X(swiglu_backward)                                                            \
   X(gqa_attention_forward) X(gqa_attention_backward) X(cached_attention_forward) X(cast) X(round) X(add)           \
-  X(scale) X(sum) X(sum_squares) X(fill) X(init_normal) X(init_trunc_normal) X(adamw)
+  X(sum) X(sum_squares) X(fill) X(init_normal) X(init_trunc_normal) X(grad_clip_scale) X(adamw)
 #define NN_DECLARE_CONTRACT(op) extern const struct op_contract nn_contract_##op;
 NN_OPS(NN_DECLARE_CONTRACT)
 #undef NN_DECLARE_CONTRACT

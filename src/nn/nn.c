@@ -192,8 +192,6 @@ void nn_add(const struct nn_ctx *c, struct tensor y, struct tensor x) {
   LAUNCH(c, add, y, x);
 }
 
-void nn_scale(const struct nn_ctx *c, struct tensor x, float scale) { LAUNCH(c, scale, x, scale); }
-
 void nn_sum(const struct nn_ctx *c, struct tensor sum, struct tensor x) {
   void *scratch = scratch_alloc(c, backend_of(c->device)->sum_scratch(tensor_numel(&x)));
   LAUNCH(c, sum, sum, x, scratch);
@@ -218,7 +216,12 @@ void nn_init_trunc_normal(const struct nn_ctx *c, struct tensor x, uint64_t seed
   LAUNCH(c, init_trunc_normal, x, seed, stream, first, std, bound);
 }
 
-void nn_adamw(const struct nn_ctx *c, struct tensor param, struct tensor grad, struct tensor m, struct tensor v,
-              const struct nn_adamw *h) {
-  LAUNCH(c, adamw, param, grad, m, v, *h);
+void nn_grad_clip_scale(const struct nn_ctx *c, struct tensor scale, struct tensor squares, float unscale,
+                        float max_norm) {
+  LAUNCH(c, grad_clip_scale, scale, squares, unscale, max_norm);
+}
+
+void nn_adamw(const struct nn_ctx *c, struct tensor param, struct tensor grad, struct tensor grad_scale,
+              struct tensor m, struct tensor v, const struct nn_adamw *h) {
+  LAUNCH(c, adamw, param, grad, grad_scale, m, v, *h);
 }

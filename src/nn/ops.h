@@ -47,13 +47,13 @@ struct cached_attention_args { struct tensor out, q, k, v; };
 struct cast_args { struct tensor dst, src; };
 struct round_args { struct tensor x; enum dtype dtype; };
 struct add_args { struct tensor y, x; };
-struct scale_args { struct tensor x; float scale; };
+struct grad_clip_scale_args { struct tensor scale, squares; float unscale, max_norm; };
 /* scratch: sum_scratch bytes (NULL: none). */
 struct sum_args { struct tensor sum, x; void *scratch; };
 struct fill_args { struct tensor x; float value; };
 struct init_normal_args { struct tensor x; uint64_t seed, stream, first; float std; };
 struct init_trunc_normal_args { struct tensor x; uint64_t seed, stream, first; float std, bound; };
-struct adamw_args { struct tensor param, grad, m, v; struct nn_adamw h; };
+struct adamw_args { struct tensor param, grad, grad_scale, m, v; struct nn_adamw h; };
 
 typedef void (*nn_kernel)(void *args);
 
@@ -71,8 +71,8 @@ struct nn_backend {
       matmul_backward, attention_forward, attention_backward, gelu_forward, gelu_backward, residual_forward,
       classifier, rmsnorm_forward, rmsnorm_backward, rope_table,
       rope_forward, rope_backward, swiglu_forward, swiglu_backward, gqa_attention_forward, gqa_attention_backward,
-      cached_attention_forward, cast, round, add, scale, sum, sum_squares, fill, init_normal, init_trunc_normal,
-      adamw;
+      cached_attention_forward, cast, round, add, sum, sum_squares, fill, init_normal, init_trunc_normal,
+      grad_clip_scale, adamw;
 };
 
 /* The stream of the op being launched, while its launcher runs. A cuda launcher runs

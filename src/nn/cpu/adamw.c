@@ -1,6 +1,6 @@
 /* AdamW on the fp32 shards, one of the runtime's kernels (runtime.c: single-threaded, as
  * they run on the comm streams' threads too):
- *   m = b1 m + (1 - b1) g,  v = b2 v + (1 - b2) g^2,
+ *   g = grad * grad_scale,  m = b1 m + (1 - b1) g,  v = b2 v + (1 - b2) g^2,
  *   param = param (1 - lr wd) - lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
  * The AVX-512 loop performs each element's operations in the scalar loop's order, with no
  * fused multiply-add (the C is not contracted either), and IEEE square roots and
@@ -12,12 +12,12 @@
 #include "fsdp/simd.h"
 
 /* Elements [first, n) of the update. */
-static void adamw_scalar(float *param, const float *grad, float *m, float *v, size_t first, size_t n,
-                         const struct nn_adamw *h) {
+static void adamw_scalar(float *param, const float *grad, float grad_scale, float *m, float *v, size_t first,
+                         size_t n, const struct nn_adamw *h) {
   float decay = 1.0f - h->lr * h->weight_decay;
   float step_size = h->lr / h->bias_correction1;
   for (size_t i = first; i < n; i++) {
-    float g = grad[i];
+    float g = grad[i] * grad_scale;
     param[i] *= decay;
     m[i] = h->beta1 * m[i] + (1.0f - h->beta1) * g;
     v[i] = h->beta2 * v[i] + (1.0f - h->beta2) * g * g;
@@ -25,8 +25,9 @@ static void adamw_scalar(float *param, const float *grad, float *m, float *v, si
   }
 }
 
-__attribute__((target("avx512f"))) static void adamw_avx512(float *param, const float *grad, float *m, float *v,
-                                                            size_t n, const struct nn_adamw *h) {
+__attribute__((target("avx512f"))) static void adamw_avx512(float *param, const float *grad, float grad_scale,
+                                                            float *m, float *v, size_t n, const struct nn_adamw *h) {
+  __m512 scale = _mm512_set1_ps(grad_scale);
   __m512 decay = _mm512_set1_ps(1.0f - h->lr * h->weight_decay);
   __m512 step_size = _mm512_set1_ps(h->lr / h->bias_correction1);
   __m512 b1 = _mm512_set1_ps(h->beta1), b2 = _mm512_set1_ps(h->beta2);
@@ -34,7 +35,7 @@ __attribute__((target("avx512f"))) static void adamw_avx512(float *param, const 
   __m512 bc2 = _mm512_set1_ps(h->bias_correction2_sqrt), eps = _mm512_set1_ps(h->eps);
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    __m512 g = _mm512_loadu_ps(grad + i);
+    __m512 g = _mm512_mul_ps(_mm512_loadu_ps(grad + i), scale);
     __m512 p = _mm512_mul_ps(_mm512_loadu_ps(param + i), decay);
     __m512 mi = _mm512_add_ps(_mm512_mul_ps(b1, _mm512_loadu_ps(m + i)), _mm512_mul_ps(rest1, g));
     __m512 vi = _mm512_add_ps(_mm512_mul_ps(b2, _mm512_loadu_ps(v + i)), _mm512_mul_ps(_mm512_mul_ps(rest2, g), g));
@@ -44,14 +45,16 @@ __attribute__((target("avx512f"))) static void adamw_avx512(float *param, const 
     _mm512_storeu_ps(v + i, vi);
     _mm512_storeu_ps(param + i, p);
   }
-  adamw_scalar(param, grad, m, v, i, n, h);
+  adamw_scalar(param, grad, grad_scale, m, v, i, n, h);
 }
 
 void cpu_adamw(void *p) {
   const struct adamw_args *a = p;
   size_t n = tensor_numel(&a->param);
+  /* A product by 1 is exact: without a scale, g is grad. */
+  float grad_scale = a->grad_scale.data ? *f32(a->grad_scale) : 1.0f;
   if (simd_isa() >= SIMD_AVX512)
-    adamw_avx512(f32(a->param), f32(a->grad), f32(a->m), f32(a->v), n, &a->h);
+    adamw_avx512(f32(a->param), f32(a->grad), grad_scale, f32(a->m), f32(a->v), n, &a->h);
   else
-    adamw_scalar(f32(a->param), f32(a->grad), f32(a->m), f32(a->v), 0, n, &a->h);
+    adamw_scalar(f32(a->param), f32(a->grad), grad_scale, f32(a->m), f32(a->v), 0, n, &a->h);
 }

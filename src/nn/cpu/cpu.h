@@ -48,7 +48,7 @@ void cpu_cached_attention_forward(void *args);
 void cpu_cast(void *args);
 void cpu_round(void *args);
 void cpu_add(void *args);
-void cpu_scale(void *args);
+void cpu_grad_clip_scale(void *args);
 void cpu_sum(void *args);
 void cpu_sum_squares(void *args);
 void cpu_fill(void *args);

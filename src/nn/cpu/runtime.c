@@ -1,6 +1,7 @@
 /* The runtime's kernels on the CPU (AdamW: adamw.c). They run on the comm streams'
  * threads as well as on the compute thread, so they are single-threaded loops: an OpenMP
  * team of their own would fight the compute thread's for the cores. */
+#include <math.h>
 #include <string.h>
 
 #include "cpu.h"
@@ -38,10 +39,12 @@ void cpu_add(void *p) {
   for (size_t i = 0, n = tensor_numel(&a->y); i < n; i++) y[i] += x[i];
 }
 
-void cpu_scale(void *p) {
-  const struct scale_args *a = p;
-  float *x = f32(a->x);
-  for (size_t i = 0, n = tensor_numel(&a->x); i < n; i++) x[i] *= a->scale;
+/* In double, the norm's own precision, rounded once to the scale. */
+void cpu_grad_clip_scale(void *p) {
+  const struct grad_clip_scale_args *a = p;
+  double norm = sqrt(*(const double *)a->squares.data) * a->unscale;
+  double clip = a->max_norm > 0.0f && norm > a->max_norm ? a->max_norm / (norm + 1e-6) : 1.0;
+  *f32(a->scale) = (float)(a->unscale * clip);
 }
 
 void cpu_sum(void *p) {

@@ -47,11 +47,11 @@ const struct nn_backend NN_CPU = {
     .cast = cpu_cast,
     .round = cpu_round,
     .add = cpu_add,
-    .scale = cpu_scale,
     .sum = cpu_sum,
     .sum_squares = cpu_sum_squares,
     .fill = cpu_fill,
     .init_normal = cpu_init_normal,
     .init_trunc_normal = cpu_init_trunc_normal,
+    .grad_clip_scale = cpu_grad_clip_scale,
     .adamw = cpu_adamw,
 };

@@ -9,11 +9,11 @@
 void cuda_cast(void *args);
 void cuda_round(void *args);
 void cuda_add(void *args);
-void cuda_scale(void *args);
 void cuda_sum(void *args);
 void cuda_sum_squares(void *args);
 void cuda_fill(void *args);
 void cuda_init_normal(void *args);
+void cuda_grad_clip_scale(void *args);
 void cuda_adamw(void *args);
 
 /* GPT-2's layers: layers_gpt2.c, matmul.c, attention.c. */

@@ -1,14 +1,10 @@
-/* add, scale and fill on fp32 buffers. The _rn intrinsics round each operation as the
+/* add and fill on fp32 buffers. The _rn intrinsics round each operation as the
  * CPU's C does, and are never contracted, so that results match it to the bit. */
 #include "grid.cuh"
 #include "kernels.h"
 
 static __global__ void add_kernel(float *y, const float *x, size_t n) {
   GRID_STRIDE(i, 0, n) y[i] = __fadd_rn(y[i], x[i]);
-}
-
-static __global__ void scale_kernel(float *x, float scale, size_t n) {
-  GRID_STRIDE(i, 0, n) x[i] = __fmul_rn(x[i], scale);
 }
 
 static __global__ void fill_kernel(float *x, float value, size_t n) {
@@ -18,12 +14,6 @@ static __global__ void fill_kernel(float *x, float value, size_t n) {
 cudaError_t gpu_add(float *y, const float *x, size_t n, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
   add_kernel<<<blocks_for(n), BLOCK_THREADS, 0, s>>>(y, x, n);
-  return cudaGetLastError();
-}
-
-cudaError_t gpu_scale(float *x, float scale, size_t n, cudaStream_t s) {
-  if (n == 0) return cudaSuccess;
-  scale_kernel<<<blocks_for(n), BLOCK_THREADS, 0, s>>>(x, scale, n);
   return cudaGetLastError();
 }
 

@@ -23,7 +23,6 @@ cudaError_t gpu_unpack_upper_in_place(enum dtype d, float *buf, size_t n, cudaSt
 cudaError_t gpu_round(enum dtype d, float *x, size_t n, cudaStream_t s);
 
 cudaError_t gpu_add(float *y, const float *x, size_t n, cudaStream_t s);
-cudaError_t gpu_scale(float *x, float scale, size_t n, cudaStream_t s);
 cudaError_t gpu_fill(float *x, float value, size_t n, cudaStream_t s);
 /* sum[0] += the sum of x, or of its squares, through gpu_sum_scratch(n) bytes of scratch. */
 size_t gpu_sum_scratch(size_t n);
@@ -35,8 +34,11 @@ cudaError_t gpu_init_normal(float *x, size_t n, uint64_t seed, uint64_t stream, 
 struct gpu_adamw {
   float decay, step_size, beta1, beta2, eps, bias_correction2_sqrt;
 };
-cudaError_t gpu_adamw(float *param, const float *grad, float *m, float *v, size_t n, struct gpu_adamw h,
-                      cudaStream_t s);
+/* grad_scale: one float in device memory that multiplies each gradient, or NULL. */
+cudaError_t gpu_adamw(float *param, const float *grad, const float *grad_scale, float *m, float *v, size_t n,
+                      struct gpu_adamw h, cudaStream_t s);
+/* scale[0] from squares[0]: nn_grad_clip_scale, one thread. */
+cudaError_t gpu_grad_clip_scale(float *scale, const double *squares, float unscale, float max_norm, cudaStream_t s);
 
 #ifdef __cplusplus
 }

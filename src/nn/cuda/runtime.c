@@ -41,11 +41,6 @@ void cuda_add(void *p) {
   layer_check("add", gpu_add(a->y.data, a->x.data, tensor_numel(&a->y), layer_stream()));
 }
 
-void cuda_scale(void *p) {
-  const struct scale_args *a = p;
-  layer_check("scale", gpu_scale(a->x.data, a->scale, tensor_numel(&a->x), layer_stream()));
-}
-
 void cuda_sum(void *p) {
   const struct sum_args *a = p;
   layer_check("sum", gpu_sum(a->sum.data, a->x.data, tensor_numel(&a->x), 0, a->scratch, layer_stream()));
@@ -79,6 +74,12 @@ void cuda_adamw(void *p) {
       .eps = h->eps,
       .bias_correction2_sqrt = h->bias_correction2_sqrt,
   };
-  layer_check("adamw", gpu_adamw(a->param.data, a->grad.data, a->m.data, a->v.data, tensor_numel(&a->param), g,
-                           layer_stream()));
+  layer_check("adamw", gpu_adamw(a->param.data, a->grad.data, a->grad_scale.data, a->m.data, a->v.data,
+                                 tensor_numel(&a->param), g, layer_stream()));
+}
+
+void cuda_grad_clip_scale(void *p) {
+  const struct grad_clip_scale_args *a = p;
+  layer_check("grad_clip_scale",
+              gpu_grad_clip_scale(a->scale.data, a->squares.data, a->unscale, a->max_norm, layer_stream()));
 }
