@@ -15,30 +15,13 @@ import subprocess
 import sys
 import time
 
-from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from hf_bpe import train_bpe  # noqa: E402
 
 FSDP, SMALL, LARGE, WORK, VOCAB, REPEATS = sys.argv[1:7]
 VOCAB, REPEATS = int(VOCAB), int(REPEATS)
-LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-                  r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+STYLES = (("GPT-2", "gpt2", ["<|endoftext|>"]), ("Llama 3", "llama3", ["<|begin_of_text|>", "<|end_of_text|>"]))
 CORES = len(os.sched_getaffinity(0))
-
-
-def train(style, text):
-    if style == "GPT-2":
-        tok = Tokenizer(models.BPE())
-        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        specials = ["<|endoftext|>"]
-    else:
-        tok = Tokenizer(models.BPE(ignore_merges=True))
-        tok.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(LLAMA3_PATTERN), behavior="isolated", invert=False),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-        specials = ["<|begin_of_text|>", "<|end_of_text|>"]
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator([text], trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=specials, show_progress=False,
-                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    return tok
 
 
 def fsdp_run(tokenizer, path, threads):
@@ -86,11 +69,11 @@ print(min(times))
 def main():
     small_text = open(SMALL, encoding="utf-8", newline="").read()
     rows = []
-    for style in ("GPT-2", "Llama 3"):
-        tok = train(style, small_text)
+    for style, kind, specials in STYLES:
+        tok = train_bpe(kind, [small_text], VOCAB, specials)
         path = os.path.join(WORK, f"{style.replace(' ', '')}.json")
         tok.save(path)
-        doc = tok.token_to_id("<|endoftext|>" if style == "GPT-2" else "<|begin_of_text|>")
+        doc = tok.token_to_id(specials[0])
         want = [doc] + tok.encode(small_text, add_special_tokens=False).ids
         if fsdp_ids(path, SMALL, CORES) != want:
             sys.exit(f"{style}: fsdp's ids are not Hugging Face's on {SMALL}")

@@ -18,11 +18,10 @@ import struct
 import subprocess
 import sys
 
-from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from hf_bpe import train_bpe  # noqa: E402
 
 FSDP, TMP = sys.argv[1], sys.argv[2]
-LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-                  r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 WORDS = ("the of and to in is was that for it with as his on be at by had are but from or have an they which one "
          "you were her all she there would their we him been has when who will more no if out so said what up its "
          "about into than them can only other new some could time these two may then do first any my now such like "
@@ -63,27 +62,6 @@ def every_plane(step):
     """Every step-th Unicode scalar value, each alone, after a letter and after a space."""
     chars = [chr(c) for c in range(0, 0x110000, step) if not 0xD800 <= c < 0xE000]
     return "".join(c + " x" + c + " " + c + "'s\n" for c in chars)
-
-
-def train(style, corpus):
-    if style == "gpt2":
-        tok = Tokenizer(models.BPE())
-        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        specials = ["<|endoftext|>"]
-    else:
-        tok = Tokenizer(models.BPE(ignore_merges=True))
-        tok.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(LLAMA3_PATTERN), behavior="isolated", invert=False),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-        specials = []
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=1200, special_tokens=specials, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(corpus, trainer)
-    if style == "llama3":  # after the vocabulary, as Llama 3's are
-        tok.add_special_tokens(["<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>",
-                                "<|eot_id|>"])
-    return tok
 
 
 def with_string_merges(path, out):
@@ -155,7 +133,10 @@ def main():
         open(invalid_paths[-1], "wb").write(raw)
 
     for style, document_token in (("gpt2", "<|endoftext|>"), ("llama3", "<|begin_of_text|>")):
-        tok = train(style, corpus)
+        tok = train_bpe(style, corpus, 1200, [document_token] if style == "gpt2" else [])
+        if style == "llama3":  # after the vocabulary, as Llama 3's are
+            tok.add_special_tokens(["<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>",
+                                    "<|eot_id|>"])
         pairs = os.path.join(TMP, f"{style}.json")
         tok.save(pairs)
         strings = os.path.join(TMP, f"{style}-strings.json")

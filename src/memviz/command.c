@@ -2,7 +2,6 @@
  * rank of the bytes held by category over time, with the peak taken apart. Runs
  * without MPI: it only reads a file and writes one. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +12,6 @@
 #include "render.h"
 
 enum output_kind { OUTPUT_HTML, OUTPUT_SVG };
-static const char OUTPUT_EQUALS[] = "--output=";
 
 struct memviz_options {
   const char *snapshot;
@@ -36,16 +34,6 @@ static void print_usage(FILE *out) {
         out);
 }
 
-__attribute__((format(printf, 2, 3))) int memviz_usage_error(const char *command, const char *fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  fputs("fsdp: error: ", stderr);
-  vfprintf(stderr, fmt, args);
-  fprintf(stderr, " (see fsdp %s --help)\n", command);
-  va_end(args);
-  return 2;
-}
-
 int memviz_ends_with(const char *text, const char *suffix) {
   size_t n = strlen(text), m = strlen(suffix);
   return n >= m && strcmp(text + n - m, suffix) == 0;
@@ -55,26 +43,11 @@ int memviz_ends_with(const char *text, const char *suffix) {
  * status of a usage error. argv[0] is "memviz". */
 static int parse_options(struct memviz_options *o, int argc, char **argv) {
   memset(o, 0, sizeof *o);
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-      print_usage(stdout);
-      return 0;
-    }
-    if (strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0) {
-      if (i + 1 >= argc || argv[i + 1][0] == '\0') return memviz_usage_error("memviz", "%s: missing value", arg);
-      o->output = argv[++i];
-    } else if (strncmp(arg, OUTPUT_EQUALS, sizeof OUTPUT_EQUALS - 1) == 0) {
-      o->output = arg + sizeof OUTPUT_EQUALS - 1;
-      if (o->output[0] == '\0') return memviz_usage_error("memviz", "--output: missing value");
-    } else if (arg[0] == '-' && arg[1] != '\0') {
-      return memviz_usage_error("memviz", "unknown flag '%s'", arg);
-    } else if (o->snapshot) {
-      return memviz_usage_error("memviz", "unexpected argument '%s': give one SNAPSHOT", arg);
-    } else {
-      o->snapshot = arg;
-    }
-  }
+  const struct memviz_flag flags[] = {{"--output", "-o", MEMVIZ_FLAG_TEXT, .text = &o->output}};
+  const struct memviz_command_line line = {"memviz", print_usage, flags, sizeof flags / sizeof flags[0], &o->snapshot,
+                                           "SNAPSHOT"};
+  int status = memviz_parse_command_line(&line, argc, argv);
+  if (status >= 0) return status;
   if (!o->snapshot) return memviz_usage_error("memviz", "missing SNAPSHOT, the memory snapshot file to draw");
   if (!o->output) return memviz_usage_error("memviz", "missing -o OUT, the .html or .svg file to write");
   if (memviz_ends_with(o->output, ".html")) {

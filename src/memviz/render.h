@@ -1,7 +1,8 @@
 /* Private to src/memviz: drawing the views of fsdp/memviz.h. Text for people
  * (format.c), the chart itself (chart.c), the two kinds of output around it
  * (html.c, svg.c), and what fsdp memviz and fsdp traceviz (timeline.h) share: the
- * axes' steps, usage errors, and writing a document whole (command.c). */
+ * axes' steps, writing a document whole (command.c), and reading their command lines
+ * (flags.c). */
 #ifndef FSDP_MEMVIZ_RENDER_H
 #define FSDP_MEMVIZ_RENDER_H
 
@@ -37,6 +38,30 @@ void memviz_write_chart(FILE *f, const struct memory_snapshot *s, const struct r
 
 /* "fsdp: error: ... (see fsdp COMMAND --help)" on stderr; returns 2, a usage error's status. */
 int memviz_usage_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+enum memviz_flag_kind {
+  MEMVIZ_FLAG_TEXT,  /* a value that must not be empty, into *text */
+  MEMVIZ_FLAG_COUNT, /* a whole number >= min, into *count; "not a NOUN" when it is not */
+};
+struct memviz_flag {
+  const char *name, *short_name; /* "--output", "-o" (or NULL); "--output=V" as well as "--output V" */
+  enum memviz_flag_kind kind;
+  const char **text;
+  int *count, min;
+  const char *noun;
+};
+/* A command that takes one input file and the flags of a table. */
+struct memviz_command_line {
+  const char *command; /* "memviz", for the messages */
+  void (*print_usage)(FILE *out);
+  const struct memviz_flag *flags;
+  size_t n_flags;
+  const char **input, *input_name; /* where the one argument that is not a flag goes; what it is */
+};
+/* Reads argv (argv[0] is the command) into the flags' and the input's destinations, left as
+ * they are when not given. Returns -1 when argv is read, 0 when --help was printed, or the
+ * exit status of a usage error. */
+int memviz_parse_command_line(const struct memviz_command_line *line, int argc, char **argv);
 int memviz_ends_with(const char *text, const char *suffix);
 /* Writes what write(f, what) prints to path whole, or ends the job naming -o. */
 void memviz_write_document(const char *path, void (*write)(FILE *f, const void *what), const void *what);

@@ -1,10 +1,7 @@
 /* `fsdp traceviz TRACE -o OUT.svg`: one step of a rank of a Chrome trace of `fsdp train
  * --trace` as an SVG timeline of its compute thread and comm streams. Runs without
  * MPI: it only reads a file and writes one. */
-#include <errno.h>
-#include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "fsdp/memviz.h"
@@ -35,52 +32,19 @@ static void print_usage(FILE *out) {
         out);
 }
 
-/* A whole number in [min, INT_MAX], or -1. */
-static int parse_count(const char *text, int min) {
-  char *end;
-  errno = 0;
-  long v = strtol(text, &end, 10);
-  if (errno || end == text || *end != '\0' || v < min || v > INT_MAX) return -1;
-  return (int)v;
-}
-
-/* The flag's value: argv[i + 1] ("--flag V") or what follows '=' ("--flag=V"); NULL when
- * arg is another flag. *i moves past a separate value. */
-static const char *flag_value(const char *flag, int argc, char **argv, int *i) {
-  size_t n = strlen(flag);
-  if (strncmp(argv[*i], flag, n) != 0) return NULL;
-  if (argv[*i][n] == '=') return argv[*i] + n + 1;
-  if (argv[*i][n] != '\0') return NULL;
-  return *i + 1 < argc ? argv[++*i] : "";
-}
-
 /* Returns -1 when the options are complete, 0 when --help was printed, or the exit
  * status of a usage error. argv[0] is "traceviz". */
 static int parse_options(struct traceviz_options *o, int argc, char **argv) {
   memset(o, 0, sizeof *o);
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i], *v;
-    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-      print_usage(stdout);
-      return 0;
-    }
-    if ((v = flag_value("-o", argc, argv, &i)) || (v = flag_value("--output", argc, argv, &i))) {
-      if (v[0] == '\0') return memviz_usage_error("traceviz", "%s: missing value", arg);
-      o->output = v;
-    } else if ((v = flag_value("--rank", argc, argv, &i))) {
-      if ((o->rank = parse_count(v, 0)) < 0)
-        return memviz_usage_error("traceviz", "--rank: '%s' is not a rank (a whole number >= 0)", v);
-    } else if ((v = flag_value("--step", argc, argv, &i))) {
-      if ((o->step = parse_count(v, 1)) < 0)
-        return memviz_usage_error("traceviz", "--step: '%s' is not a step (a whole number >= 1)", v);
-    } else if (arg[0] == '-' && arg[1] != '\0') {
-      return memviz_usage_error("traceviz", "unknown flag '%s'", arg);
-    } else if (o->trace) {
-      return memviz_usage_error("traceviz", "unexpected argument '%s': give one TRACE", arg);
-    } else {
-      o->trace = arg;
-    }
-  }
+  const struct memviz_flag flags[] = {
+      {"--output", "-o", MEMVIZ_FLAG_TEXT, .text = &o->output},
+      {"--rank", NULL, MEMVIZ_FLAG_COUNT, .count = &o->rank, .min = 0, .noun = "rank"},
+      {"--step", NULL, MEMVIZ_FLAG_COUNT, .count = &o->step, .min = 1, .noun = "step"},
+  };
+  const struct memviz_command_line line = {"traceviz", print_usage, flags, sizeof flags / sizeof flags[0], &o->trace,
+                                           "TRACE"};
+  int status = memviz_parse_command_line(&line, argc, argv);
+  if (status >= 0) return status;
   if (!o->trace) return memviz_usage_error("traceviz", "missing TRACE, the trace file to draw");
   if (!o->output) return memviz_usage_error("traceviz", "missing -o OUT.svg, the image to write");
   if (!memviz_ends_with(o->output, ".svg"))
