@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fsdp.c against PyTorch on one GPU, side by side in one run (docs/benchmarks.md, "GPU").
 #
-#   bench/gpu.sh [--parts gpt2,llama,scaling] [--fsdp build-gpu/fsdp] [--mpirun mpirun]
+#   bench/gpu.sh [--parts gpt2,llama,scaling,offload] [--fsdp build-gpu/fsdp] [--mpirun mpirun]
 #                [--gpt2-batches "8 16 32 64"] [--llama-model auto|PRESET] [--llama-batches "1 2 4 8"]
 #                [--seq-len 1024] [--steps 8] [--warmup 3] [--torch-modes eager,fsdp2,compile,sdpa]
 #                [--peak-tflops 989] [--budget SECONDS] [--out DIR] [--python python3] [--keep-logs]
@@ -17,6 +17,11 @@
 # scaling `fsdp train --device cuda` at W = 1, 2, 4 ranks on the one GPU under mpirun with
 #         FSDP_COMM_TRANSPORT=staged, the same global batch, fp32: each W's loss and grad-norm
 #         trajectory against W = 1's.
+# offload `fsdp train --device cuda --offload cpu`, bf16, B=1: Llama 3 8B's shape with the
+#         fewest layers whose 16 bytes a parameter (fp32 weights, gradients, AdamW's two
+#         moments) exceed the GPU's memory, if they fit in 80% of the host's available
+#         memory; its tokens/s and GPU peak against `fsdp plan --offload cpu`'s. Not in the
+#         default parts (initialising billions of parameters on the host takes minutes).
 #
 # tokens/s, step ms: medians over the steps after --warmup; MFU = (6·N + 12·L·C·T) · tokens/s
 # ÷ the card's bf16 dense peak (989 TFLOP/s for an H100 SXM or H200; --peak-tflops overrides);
@@ -222,8 +227,54 @@ scaling_part() {
     --markdown "$work/scaling.md" >/dev/null
 }
 
+offload_plan() {  # offload_plan LAYERS [FLAGS...]: fsdp plan's JSON for llama3-8b cut to LAYERS
+  local layers=$1; shift
+  "$fsdp" plan --device "$device" --model llama3-8b --n-layer "$layers" --world-size 1 --batch-size 1 --seq-len "$T" \
+    --param-dtype bf16 --format json "$@"
+}
+
+offload_part() {
+  local host_mib p1 p2 l layers=0 n_params=0 log=$work/fsdp-offload rc=0 st
+  host_mib=$(awk '/MemAvailable/ {print int($2 / 1024)}' /proc/meminfo)
+  p1=$(offload_plan 1 | "$python" -c 'import json,sys; print(int(json.load(sys.stdin)["parameters"]))')
+  p2=$(offload_plan 2 | "$python" -c 'import json,sys; print(int(json.load(sys.stdin)["parameters"]))')
+  # The parameters: the embedding's and the head's, and a block's for each layer.
+  for l in $(seq 1 32); do
+    n_params=$((p1 + (l - 1) * (p2 - p1)))
+    if [ $((16 * n_params / 1048576)) -gt "$gpu_mib" ]; then layers=$l; break; fi
+  done
+  if [ "$layers" = 0 ] || [ $((16 * n_params / 1048576)) -gt $((host_mib / 10 * 8)) ]; then
+    say "offload: no cut of llama3-8b has a state over the GPU's $gpu_mib MiB within 80% of the host's $host_mib MiB"
+    return
+  fi
+  offload_plan "$layers" --offload cpu >"$log.plan.json"
+  say "offload: llama3-8b with $layers layers, $n_params parameters, a state of $((16 * n_params / 1048576)) MiB"
+  timed 420 "$log.out" "$fsdp" train --device "$device" --model llama3-8b --n-layer "$layers" --data "$work/tokens.bin" \
+    --seq-len "$T" --batch-size 1 --steps $((warmup + 3)) --param-dtype bf16 --offload cpu --log "$log.jsonl" || rc=$?
+  st=$(status_of $rc "$log.out")
+  say "  fsdp.c offload: $st (exit $rc)"
+  "$python" - "$log.plan.json" "$log.jsonl" "$warmup" "$layers" "$st" >"$work/offload.md" <<'EOF'
+import json, os, statistics, sys
+plan_path, log_path, warmup, layers, status = sys.argv[1:]
+plan = json.load(open(plan_path))
+rows = [json.loads(l) for l in open(log_path) if l.startswith("{")] if os.path.exists(log_path) else []
+steps = [r for r in rows if "step" in r and r["step"] > int(warmup)]
+print(f"### --offload cpu: llama3-8b with {layers} layers, {plan['parameters']:,} parameters, B=1\n")
+print("| | GPU peak MiB | host pinned MiB | tokens/s | step ms |\n| --- | --- | --- | --- | --- |")
+print(f"| fsdp plan | {plan['total_peak_bytes'] / 2**20:,.0f} | {plan['host_total_peak_bytes'] / 2**20:,.0f} | | |")
+if steps:
+    peak = max(r["mem_peak_bytes"] for r in steps)
+    host = max(r.get("mem_host_peak_bytes_rank0", 0) for r in steps)
+    print(f"| fsdp train | {peak / 2**20:,.0f} ({peak / plan['total_peak_bytes']:.4f} of the plan) | {host / 2**20:,.0f} "
+          f"| {statistics.median(r['tokens_per_s'] for r in steps):,.0f} | "
+          f"{statistics.median(r['step_ms'] for r in steps):,.0f} |")
+else:
+    print(f"| fsdp train | {status} | | | |")
+EOF
+}
+
 # Each part gets a share of what is left, by weight.
-weight() { case $1 in gpt2) echo 40 ;; llama) echo 50 ;; scaling) echo 15 ;; *) echo 10 ;; esac; }
+weight() { case $1 in gpt2) echo 40 ;; llama) echo 50 ;; scaling) echo 15 ;; offload) echo 40 ;; *) echo 10 ;; esac; }
 IFS=, read -r -a part_list <<<"$parts"
 for i in "${!part_list[@]}"; do
   p=${part_list[$i]}
@@ -239,7 +290,8 @@ for i in "${!part_list[@]}"; do
       [ "$lm" = auto ] && lm=$(pick_llama)
       model_part "$lm" "$llama_batches" ;;
     scaling) scaling_part ;;
-    *) say "unknown part '$p' (gpt2, llama, scaling)" ;;
+    offload) offload_part ;;
+    *) say "unknown part '$p' (gpt2, llama, scaling, offload)" ;;
   esac
 done
 
@@ -248,6 +300,7 @@ done
   echo
   "$python" "$gt" report --results "$results" ${peak:+--peak-tflops "$peak"}
   [ -f "$work/scaling.md" ] && cat "$work/scaling.md"
+  [ -f "$work/offload.md" ] && cat "$work/offload.md"
 } >"$table"
 cat "$table"
 [ "$out" = "$work" ] || tar -C "$work" --exclude tokens.bin -czf "$out/bench-gpu-logs.tgz" . 2>/dev/null || true

@@ -12,7 +12,8 @@
 #              limit; a table of verdicts (clean / N errors / timeout) in summary.md
 #   attention  bench/attention.sh: the tiled attention against PyTorch's SDPA, bf16, fwd+bwd
 #   bench      bench/gpu.sh (gpt2, llama, scaling); or parts: bench-gpt2, bench-llama,
-#              bench-scaling
+#              bench-scaling, bench-offload (--offload cpu on the largest Llama 3 cut whose
+#              state exceeds the GPU; minutes, so a call of its own)
 #   cpu-test   ctest -LE gpu (the CPU suite; long, not in the default list)
 #
 #   scripts/gpu-session.sh [STAGE...]   default: build test smoke sanitize bench-gpt2
