@@ -75,7 +75,7 @@ void stream_word_wait(const struct stream_word *w, uint32_t value);
 
 /* Milliseconds since the stream was created (or last reset) that it spent running
  * work (worker streams) and that the host stream's thread spent blocked in
- * stream_wait_event. */
+ * stream_wait_event; NAN where the backend does not time its streams (cuda). */
 struct stream_times {
   double busy_ms;
   double blocked_ms;

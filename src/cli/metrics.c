@@ -28,11 +28,13 @@ static void write_json_line(FILE *log, const char *log_path, const struct step_m
   cJSON_AddNumberToObject(o, "gflops", m->gflops);
   cJSON_AddNumberToObject(o, "tflops", m->gflops / 1e3);
   if (!isnan(m->mfu)) cJSON_AddNumberToObject(o, "mfu", m->mfu);
-  cJSON_AddNumberToObject(o, "comm_ms", m->comm_ms);
-  cJSON_AddNumberToObject(o, "all_gather_ms", m->all_gather_ms);
-  cJSON_AddNumberToObject(o, "reduce_scatter_ms", m->reduce_scatter_ms);
-  cJSON_AddNumberToObject(o, "replicate_all_reduce_ms", m->replicate_ms);
-  cJSON_AddNumberToObject(o, "exposed_comm_ms", m->exposed_comm_ms);
+  if (!isnan(m->comm_ms)) { /* the cuda streams are not timed yet */
+    cJSON_AddNumberToObject(o, "comm_ms", m->comm_ms);
+    cJSON_AddNumberToObject(o, "all_gather_ms", m->all_gather_ms);
+    cJSON_AddNumberToObject(o, "reduce_scatter_ms", m->reduce_scatter_ms);
+    cJSON_AddNumberToObject(o, "replicate_all_reduce_ms", m->replicate_ms);
+    cJSON_AddNumberToObject(o, "exposed_comm_ms", m->exposed_comm_ms);
+  }
   cJSON_AddNumberToObject(o, "minor_faults", (double)m->minor_faults);
   cJSON_AddNumberToObject(o, "mem_peak_bytes", (double)m->mem_peak_bytes);
   cJSON_AddNumberToObject(o, "mem_peak_bytes_rank0", (double)m->mem.total_peak);
@@ -59,7 +61,7 @@ static void write_json_line(FILE *log, const char *log_path, const struct step_m
 }
 
 void metrics_report_step(FILE *log, const char *log_path, const struct step_metrics *m) {
-  char val[48] = "", scale[64] = "", host[48] = "", mfu[32] = "", rate[32];
+  char val[48] = "", scale[64] = "", host[48] = "", mfu[32] = "", rate[32], comm[64] = "comm not timed";
   if (!isnan(m->val_loss)) snprintf(val, sizeof val, " | val loss %.4f", m->val_loss);
   if (!isnan(m->mfu)) snprintf(mfu, sizeof mfu, ", MFU %.1f%%", 100.0 * m->mfu);
   /* A thousand GFLOP/s and more (a GPU's rates) read in TFLOP/s. */
@@ -67,12 +69,13 @@ void metrics_report_step(FILE *log, const char *log_path, const struct step_metr
     snprintf(rate, sizeof rate, "%.1f TFLOP/s", m->gflops / 1e3);
   else
     snprintf(rate, sizeof rate, "%.0f GFLOP/s", m->gflops);
+  if (!isnan(m->comm_ms)) snprintf(comm, sizeof comm, "comm %.1f ms, exposed %.1f ms", m->comm_ms, m->exposed_comm_ms);
   if (m->host_mem.total_peak) snprintf(host, sizeof host, " | host (pinned) %.1f MiB", mib(m->host_mem.total_peak));
   if (m->loss_scale > 0.0) snprintf(scale, sizeof scale, " | loss scale %g%s", m->loss_scale, m->skipped ? ", skipped" : "");
-  fsdp_log_info("step %5d/%d | loss %.4f | grad norm %.4f | lr %.3e | %.1f ms | %.0f tok/s | %s%s | "
-                "comm %.1f ms, exposed %.1f ms | peak %.1f MiB/rank%s%s%s",
-                m->step, m->steps, m->loss, m->grad_norm, m->lr, m->step_ms, m->tokens_per_s, rate, mfu,
-                m->comm_ms, m->exposed_comm_ms, mib(m->mem_peak_bytes), host, scale, val);
+  fsdp_log_info("step %5d/%d | loss %.4f | grad norm %.4f | lr %.3e | %.1f ms | %.0f tok/s | %s%s | %s | "
+                "peak %.1f MiB/rank%s%s%s",
+                m->step, m->steps, m->loss, m->grad_norm, m->lr, m->step_ms, m->tokens_per_s, rate, mfu, comm,
+                mib(m->mem_peak_bytes), host, scale, val);
   if (log) write_json_line(log, log_path, m);
 }
 

@@ -4,6 +4,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,11 +108,12 @@ static void gpu_stream_wait_event(struct stream *s, struct event *e) {
 
 static void gpu_stream_synchronize(struct stream *s) { CUDA_CALL(cudaStreamSynchronize((cudaStream_t)s->impl)); }
 
-/* A GPU stream's busy time needs timing events around its work: not measured yet. */
+/* A GPU stream's busy time needs timing events around its work: not measured yet, and
+ * said so (NAN) rather than reported as none. */
 static void gpu_stream_times(struct stream *s, struct stream_times *out, int reset) {
   (void)s;
   (void)reset;
-  out->busy_ms = out->blocked_ms = 0;
+  out->busy_ms = out->blocked_ms = NAN;
 }
 
 static void *gpu_event_create(struct device *d) {
