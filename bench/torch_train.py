@@ -1,7 +1,9 @@
 #!/usr/bin/python3
-"""PyTorch baseline for `fsdp train`: trains tools/gpt2_torch.GPT2 (the same
-model and math as fsdp.c's GPT-2) on byte tokens of a text file with AdamW and
-global-norm gradient clipping, single process, on the CPU.
+"""PyTorch baseline for `fsdp train`: trains tools/gpt2_torch.GPT2 or
+tools/llama_torch.Llama (the same models and math as fsdp.c's GPT-2 and Llama 3) on
+byte tokens of a text file with AdamW and global-norm gradient clipping, single
+process, on the CPU. --model names one of `fsdp train`'s presets (src/models/registry.c);
+--n-layer, --n-head, --n-embd and --vocab-size change its shape.
 
 Prints one line per step (ms, tokens/s) and a summary: the median step time
 and tokens/s over the steps after the first --warmup steps (default 1), and the peak
@@ -99,14 +101,30 @@ def runtime_info(torch):
     }
 
 
+def gpt2_preset(n_layer, n_head, n_embd, vocab_size):
+    return {"family": "gpt2", "n_layer": n_layer, "n_head": n_head, "n_embd": n_embd, "vocab_size": vocab_size}
+
+
+# The presets of src/models/registry.c that the CPU benchmarks train (a GPT-2's positions:
+# --block-size).
+PRESETS = {
+    "shakespeare-char": gpt2_preset(6, 6, 384, 256),
+    "gpt2": gpt2_preset(12, 12, 768, 50257),
+    "llama3-debug": {"family": "llama3", "n_layer": 6, "n_head": 16, "n_kv_head": 16, "n_embd": 256,
+                     "ffn_hidden": 768, "vocab_size": 2048, "max_seq_len": 2048, "norm_eps": 1e-5,
+                     "rope_theta": 500000.0, "rope_factor": 8.0, "rope_low_freq_factor": 1.0,
+                     "rope_high_freq_factor": 4.0, "rope_original_max_seq_len": 8192, "tied": False},
+}
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    # defaults: the shakespeare-char preset of `fsdp train`
-    p.add_argument("--n-layer", type=int, default=6)
-    p.add_argument("--n-head", type=int, default=6)
-    p.add_argument("--n-embd", type=int, default=384)
-    p.add_argument("--vocab-size", type=int, default=256)
-    p.add_argument("--block-size", type=int, default=None, help="max_seq_len of the model (default: --seq-len)")
+    p.add_argument("--model", choices=sorted(PRESETS), default="shakespeare-char")
+    p.add_argument("--n-layer", type=int, default=None, help="default: the preset's")
+    p.add_argument("--n-head", type=int, default=None, help="default: the preset's")
+    p.add_argument("--n-embd", type=int, default=None, help="default: the preset's")
+    p.add_argument("--vocab-size", type=int, default=None, help="default: the preset's")
+    p.add_argument("--block-size", type=int, default=None, help="max_seq_len of a GPT-2 (default: --seq-len)")
     p.add_argument("--seq-len", type=int, default=256)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--steps", type=int, default=8)
@@ -131,12 +149,29 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
+def model_config(args):
+    """The preset's fields, with the shape flags given in their place."""
+    c = dict(PRESETS[args.model])
+    for field in ("n_layer", "n_head", "n_embd", "vocab_size"):
+        if getattr(args, field) is not None:
+            c[field] = getattr(args, field)
+    return c
+
+
+def build_model(c, args):
+    if c["family"] == "llama3":
+        from llama_torch import Llama
+        return Llama(c)
+    from gpt2_torch import GPT2
+    return GPT2(c["n_layer"], c["n_head"], c["n_embd"], c["vocab_size"], args.block_size or args.seq_len)
+
+
 def run(args):
     rss_before = rss_now_bytes()
     import torch  # imported here so that --help works without torch
 
     sys.path.insert(0, os.path.join(ROOT, "tools"))
-    from gpt2_torch import GPT2
+    config = model_config(args)
 
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(args.interop_threads)  # only before any inter-op work starts
@@ -147,13 +182,13 @@ def run(args):
         raw = f.read()
     n_train = len(raw) - int(len(raw) * args.val_fraction)
     data = torch.frombuffer(bytearray(raw[:n_train]), dtype=torch.uint8).long()
-    if int(data.max()) >= args.vocab_size:
-        sys.exit(f"token {int(data.max())} >= --vocab-size {args.vocab_size}")
+    if int(data.max()) >= config["vocab_size"]:
+        sys.exit(f"token {int(data.max())} >= the vocabulary's {config['vocab_size']}")
     if data.numel() < T + 1:
         sys.exit("data shorter than --seq-len + 1")
 
     rss_after_import = rss_now_bytes()
-    model = GPT2(args.n_layer, args.n_head, args.n_embd, args.vocab_size, args.block_size or T)
+    model = build_model(config, args)
     model.train()
     opt = model.optimizer(args.lr, (args.beta1, args.beta2), args.eps, args.weight_decay)
     forward = torch.compile(model) if args.compile else model
@@ -192,7 +227,8 @@ def run(args):
         "torch_version": torch.__version__,
         "threads": torch.get_num_threads(),
         "compile": args.compile, "autocast_bf16": args.autocast_bf16,
-        "n_layer": args.n_layer, "n_head": args.n_head, "n_embd": args.n_embd, "vocab_size": args.vocab_size,
+        "model": args.model, "family": config["family"], "n_layer": config["n_layer"], "n_head": config["n_head"],
+        "n_embd": config["n_embd"], "vocab_size": config["vocab_size"],
         "seq_len": T, "batch_size": B, "steps": args.steps, "warmup": args.warmup, "n_params": n_params,
         "median_step_ms": statistics.median(r["step_ms"] for r in timed),
         "median_tokens_per_s": statistics.median(r["tokens_per_s"] for r in timed),
