@@ -27,8 +27,11 @@
  * treat specially (NaNs with payloads, infinities, subnormals, fp16's overflow) go
  * through the kernels. Last, the
  * kernels with an AVX-512 path (the norms' row sums, AdamW) must give the same bits on
- * their scalar path (fsdp/simd.h), in every dtype. */
+ * their scalar path (fsdp/simd.h), in every dtype, and the attention's backward the same
+ * bits in one pass as in two (src/nn/cpu/attention.c: which one runs depends on the
+ * threads). */
 #include <math.h>
+#include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -520,6 +523,43 @@ static void test_adamw_paths(size_t n) {
   free(param0), free(grad), free(m0), free(v0);
 }
 
+/* Llama's attention backward (GPT-2's packed one is the same code) over B x NKV (batch, kv
+ * head) pairs: one pass on one thread, two passes on as many threads as pairs. */
+static void test_attention_passes(enum dtype d, int B, int T, int NH, int NKV, int hd) {
+  size_t nq = (size_t)B * T * NH * hd, nkv = (size_t)B * T * NKV * hd, nlse = (size_t)B * NH * T;
+  void *q = random_in(d, nq, 1.0f, 0.0f, 0), *k = random_in(d, nkv, 1.0f, 0.0f, 0);
+  void *v = random_in(d, nkv, 1.0f, 0.0f, 0), *dout = random_in(d, nq, 1.0f, 0.0f, 0);
+  void *out = random_in(d, nq, 1.0f, 0.0f, 0), *lse = random_f32(nlse);
+  void *grads[3] = {random_in(d, nq, 1.0f, 0.0f, 0), random_in(d, nkv, 1.0f, 0.0f, 0), random_in(d, nkv, 1.0f, 0.0f, 0)};
+  size_t bytes[3] = {nq * dtype_size(d), nkv * dtype_size(d), nkv * dtype_size(d)};
+  struct tensor q4 = shaped(q, d, SHAPE((size_t)B, (size_t)T, (size_t)NH, (size_t)hd));
+  struct tensor k4 = shaped(k, d, SHAPE((size_t)B, (size_t)T, (size_t)NKV, (size_t)hd));
+  struct tensor v4 = shaped(v, d, SHAPE((size_t)B, (size_t)T, (size_t)NKV, (size_t)hd));
+  struct tensor o = shaped(out, d, SHAPE((size_t)B * T, (size_t)NH * hd));
+  struct tensor l = shaped(lse, DTYPE_F32, SHAPE((size_t)B, (size_t)NH, (size_t)T));
+  nn_gqa_attention_forward(&cpu, o, l, q4, k4, v4);
+  void *run[2][3];
+  int threads = omp_get_max_threads();
+  for (int passes = 1; passes <= 2; passes++) {
+    omp_set_num_threads(passes == 1 ? 1 : B * NKV);
+    for (int g = 0; g < 3; g++) run[passes - 1][g] = copy_of(grads[g], bytes[g]);
+    nn_gqa_attention_backward(&cpu, shaped(run[passes - 1][0], d, SHAPE(nq)), shaped(run[passes - 1][1], d, SHAPE(nkv)),
+                              shaped(run[passes - 1][2], d, SHAPE(nkv)),
+                              shaped(dout, d, SHAPE((size_t)B * T, (size_t)NH * hd)), q4, k4, v4, o, l);
+  }
+  omp_set_num_threads(threads);
+  static const char *const NAMES[3] = {"dq", "dk", "dv"};
+  for (int g = 0; g < 3; g++) {
+    checks++;
+    int same = memcmp(run[0][g], run[1][g], bytes[g]) == 0;
+    printf("%-5s attention backward %s, B %d T %d NH %d NKV %d hd %d: %s\n", dtype_name(d), NAMES[g], B, T, NH, NKV,
+           hd, same ? "one pass and two alike" : "one pass and two DIFFER");
+    if (!same) failures++;
+    free(run[0][g]), free(run[1][g]), free(grads[g]);
+  }
+  free(q), free(k), free(v), free(dout), free(out), free(lse);
+}
+
 int main(void) {
   cpu = (struct nn_ctx){device_cpu(), device_host_stream_create(device_cpu(), "nn_cpu16_test")};
   static const enum dtype DTYPES[] = {DTYPE_BF16, DTYPE_F16};
@@ -553,6 +593,10 @@ int main(void) {
     test_norm_paths(ALL[i], 5, 20);
   }
   test_adamw_paths(16 * 1000 + 7);
+  for (size_t i = 0; i < sizeof ALL / sizeof ALL[0]; i++) {
+    test_attention_passes(ALL[i], 2, 150, 6, 2, 16); /* three tiles, the last partial; groups of three */
+    test_attention_passes(ALL[i], 1, 70, 4, 4, 64);
+  }
   stream_destroy(cpu.stream);
   printf("nn_cpu16_test: %d checks, %d failures\n", checks, failures);
   return failures ? 1 : 0;
