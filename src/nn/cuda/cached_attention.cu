@@ -12,11 +12,11 @@
 
 static const int PER_LANE = FLASH_HD_MAX / 32;
 
-/* Grid (NH, n), a warp each. */
+/* Grid (n, NH), a warp each: n on x, as a whole prompt (one step) may pass y's limit of 65535. */
 static __global__ void cached_attention_kernel(struct gpu_buf out, struct gpu_buf q, struct gpu_buf k,
                                                struct gpu_buf v, int n, int L, int NH, int NKV, int hd,
                                                float scale) {
-  int h = blockIdx.x, i = blockIdx.y, lane = threadIdx.x, last = L - n + i;
+  int i = blockIdx.x, h = blockIdx.y, lane = threadIdx.x, last = L - n + i;
   size_t qa = ((size_t)i * NH + h) * hd, kvs = (size_t)NKV * hd, ga = (size_t)(h / (NH / NKV)) * hd;
   float qr[PER_LANE], o[PER_LANE] = {}, m = -INFINITY, l = 0.0f;
 #pragma unroll
@@ -54,7 +54,7 @@ extern "C" cudaError_t gpu_cached_attention_forward(struct gpu_buf out, struct g
                                                     struct gpu_buf v, int n, int L, int NH, int NKV, int hd,
                                                     cudaStream_t s) {
   if (n == 0) return cudaSuccess;
-  cached_attention_kernel<<<dim3((unsigned)NH, (unsigned)n), 32, 0, s>>>(out, q, k, v, n, L, NH, NKV, hd,
+  cached_attention_kernel<<<dim3((unsigned)n, (unsigned)NH), 32, 0, s>>>(out, q, k, v, n, L, NH, NKV, hd,
                                                                         1.0f / sqrtf((float)hd));
   return cudaGetLastError();
 }
