@@ -1,6 +1,6 @@
 /* The CPU attention's tile products two ways, on one thread: oneDNN's sgemm (what
  * src/nn/cpu/attention.c runs) against OpenMP simd loops (the compiler's AVX-512), for
- * a 64-row tile's scores q k^T (64 x 64 x hs) and its p v (64 x hs x 64), hs 64 and 128.
+ * a 64-row tile's scores q k^T (64 x 64 x hs) and its p v (64 x hs x 64), hs 16 to 128.
  * usage: attention_tile [REPS]   (prints GFLOP/s of each, three rounds, docs/benchmarks.md) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +34,7 @@ int main(int argc, char **argv) {
   float *q = malloc(TILE * 128 * sizeof *q), *k = malloc(TILE * 128 * sizeof *k);
   float *s = malloc(TILE * TILE * sizeof *s), *o = calloc(TILE * 128, sizeof *o);
   for (int i = 0; i < TILE * 128; i++) q[i] = (float)(i % 7) * 0.1f, k[i] = (float)(i % 5) * 0.1f;
-  for (int hs = 64; hs <= 128; hs *= 2)
+  for (int hs = 16; hs <= 128; hs *= 2)
     for (int round = 0; round < 3; round++) {
       double t0 = time_now_ms();
       for (int i = 0; i < reps; i++) {

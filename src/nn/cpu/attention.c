@@ -44,12 +44,17 @@ static struct tile tile_of(int i, int T) {
 
 static int tiles_of(int T) { return (T + ATTENTION_TILE - 1) / ATTENTION_TILE; }
 
-/* s (qt.n, kt.n, rows ATTENTION_TILE apart) = scale q k^T, -inf where the key is after
- * the query. */
+/* s (qt.n, kt.n, rows ATTENTION_TILE apart) = scale q k^T. */
 static void scores(float *s, const float *q, const float *k, struct tile qt, struct tile kt, int hs, float scale) {
   onednn_sgemm(0, 1, qt.n, kt.n, hs, scale, q, hs, k, hs, 0.0f, s, ATTENTION_TILE);
-  for (int r = 0; r < qt.n; r++)
-    for (int c = qt.r0 + r - kt.r0 + 1; c < kt.n; c++) s[(size_t)r * ATTENTION_TILE + c] = -INFINITY;
+}
+
+/* The keys of kt that row r of qt sees (at least one: the tiles visited start no later
+ * than the query tile). The softmax's loops stop there and the rest of a row's weights are
+ * 0 (exp(-inf), without glibc's vector expf falling back to its scalar code for them). */
+static int visible(struct tile qt, struct tile kt, int r) {
+  int n = qt.r0 + r - kt.r0 + 1;
+  return n < kt.n ? n : kt.n;
 }
 
 /* The rows of key tile kt of k and v (from element first on) widened into kf and vf. */
@@ -86,13 +91,15 @@ static void forward_tile(struct tensor out, struct tensor lse, struct tensor q, 
     scores(s, qf, kf, qt, kt, hs, scale);
     for (int r = 0; r < qt.n; r++) {
       float *row = s + (size_t)r * ATTENTION_TILE, mx = m[r], sum = 0.0f;
+      int seen = visible(qt, kt, r);
 #pragma omp simd reduction(max : mx)
-      for (int c = 0; c < kt.n; c++) mx = row[c] > mx ? row[c] : mx;
+      for (int c = 0; c < seen; c++) mx = row[c] > mx ? row[c] : mx;
 #pragma omp simd reduction(+ : sum)
-      for (int c = 0; c < kt.n; c++) {
+      for (int c = 0; c < seen; c++) {
         row[c] = expf(row[c] - mx);
         sum += row[c];
       }
+      for (int c = seen; c < kt.n; c++) row[c] = 0.0f;
       float rescale = expf(m[r] - mx);
       l[r] = l[r] * rescale + sum;
       m[r] = mx;
@@ -156,14 +163,16 @@ static void query_rows_in(struct query_rows *x, struct tensor q, struct tensor d
   }
 }
 
-/* s (qt.n, kt.n) = p = exp(scores - lse), 0 where masked (exp(-inf)), unrounded. */
+/* s (qt.n, kt.n) = p = exp(scores - lse), 0 where masked, unrounded. */
 static void probabilities(float *s, const struct query_rows *x, const float *kf, struct tile qt, struct tile kt,
                           int hs, float scale) {
   scores(s, x->q, kf, qt, kt, hs, scale);
   for (int r = 0; r < qt.n; r++) {
     float *row = s + (size_t)r * ATTENTION_TILE, lr = x->lse[r];
+    int seen = visible(qt, kt, r);
 #pragma omp simd
-    for (int c = 0; c < kt.n; c++) row[c] = expf(row[c] - lr);
+    for (int c = 0; c < seen; c++) row[c] = expf(row[c] - lr);
+    for (int c = seen; c < kt.n; c++) row[c] = 0.0f;
   }
 }
 
