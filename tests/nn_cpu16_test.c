@@ -593,10 +593,16 @@ int main(void) {
     test_norm_paths(ALL[i], 5, 20);
   }
   test_adamw_paths(16 * 1000 + 7);
-  for (size_t i = 0; i < sizeof ALL / sizeof ALL[0]; i++) {
-    test_attention_passes(ALL[i], 2, 150, 6, 2, 16); /* three tiles, the last partial; groups of three */
-    test_attention_passes(ALL[i], 1, 70, 4, 4, 64);
-  }
+  /* The thread sanitizer cannot see libgomp's barriers (tests/CMakeLists.txt): its build
+   * runs the kernels on one thread, and the two passes need several. */
+  const char *sanitizer = getenv("FSDP_SANITIZER");
+  if (sanitizer && strcmp(sanitizer, "thread") == 0)
+    printf("one thread under the thread sanitizer: the attention's two backward passes are not compared\n");
+  else
+    for (size_t i = 0; i < sizeof ALL / sizeof ALL[0]; i++) {
+      test_attention_passes(ALL[i], 2, 150, 6, 2, 16); /* three tiles, the last partial; groups of three */
+      test_attention_passes(ALL[i], 1, 70, 4, 4, 64);
+    }
   stream_destroy(cpu.stream);
   printf("nn_cpu16_test: %d checks, %d failures\n", checks, failures);
   return failures ? 1 : 0;
