@@ -11,6 +11,8 @@
 #              bf16 training run and on the gpu test executables, each run under a time
 #              limit; a table of verdicts (clean / N errors / timeout) in summary.md
 #   attention  bench/attention.sh: the tiled attention against PyTorch's SDPA, bf16, fwd+bwd
+#   ncu        where the GPU time of two bf16 steps goes (ncu's gpu__time_duration per kernel,
+#              tools/ncu_summary.py): GPT-2 124M B=8 and Llama 3 1B B=2, T=1024; ncu-*.md
 #   bench      bench/gpu.sh (gpt2, llama, scaling); or parts: bench-gpt2, bench-llama,
 #              bench-scaling, bench-offload (--offload cpu on the largest Llama 3 cut whose
 #              state exceeds the GPU; minutes, so a call of its own)
@@ -87,6 +89,7 @@ publish() {
     [ -f "$logs/env.txt" ] && { echo '## Environment'; echo; echo '```'; cat "$logs/env.txt"; echo '```'; echo; }
     [ -f "$logs/sanitize.md" ] && { echo '## compute-sanitizer'; echo; cat "$logs/sanitize.md"; echo; }
     [ -f "$logs/bench-gpu.md" ] && { echo '## bench/gpu.sh'; echo; cat "$logs/bench-gpu.md"; echo; }
+    [ -f "$logs/ncu.md" ] && { echo '## ncu'; echo; cat "$logs/ncu.md"; echo; }
     for s in "$logs"/*.tail; do
       [ -f "$s" ] || continue
       echo "## last lines of $(basename "$s" .tail).log"; echo; echo '```'; cat "$s"; echo '```'; echo
@@ -363,6 +366,25 @@ stage_bench() {  # stage_bench PARTS
     --out "$logs" ${BENCH_ARGS:-}
 }
 
+# Two steps of each model under Nsight Compute, one metric (a single replay pass a kernel);
+# the per-kernel summary is reduced to a table a step (the initialisation's kernels left out).
+stage_ncu() {
+  local ncu data=$work/ncu-tokens.bin rc=0 model B
+  ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n1)
+  [ -n "$ncu" ] || { echo "ncu not found"; return 1; }
+  python3 "$repo/bench/gpu_torch.py" tokens --out "$data" --count $((1 << 22)) --vocab 50257 --seed 1 || return 1
+  for run in gpt2:8 llama3-1b:2; do
+    model=${run%:*} B=${run#*:}
+    bounded 100 "$ncu" --metrics gpu__time_duration.sum --print-summary per-kernel "$build/fsdp" train --device cuda \
+      --model "$model" --data "$data" --batch-size "$B" --seq-len 1024 --steps 2 --param-dtype bf16 \
+      >"$logs/ncu-$model.txt" 2>&1 || { echo "ncu $model: exit $?"; rc=1; }
+    { echo "### $model bf16, B=$B, T=1024, 2 steps"; echo
+      python3 "$repo/tools/ncu_summary.py" "$logs/ncu-$model.txt" --steps 2; echo; } >>"$logs/ncu.md" 2>&1
+  done
+  cat "$logs/ncu.md"
+  return $rc
+}
+
 cpu_test() { cd "$build" && ctest -LE gpu --output-on-failure --timeout 300 -j 4; }
 
 say "stages: ${stages[*]}; budget ${budget} s; output in $out"
@@ -377,7 +399,7 @@ fi
 # The stages run under timeout, in a child bash: hand it the functions and variables.
 export repo build work logs deps MPICC MPIRUN NCCL_DIR DNNL_LIB DNNL_INCLUDE CJSON_LIB CJSON_INCLUDE PCRE2_LIB PCRE2_INCLUDE
 export -f bounded find_sanitizer stage_build stage_test stage_smoke sanitize_run sanitize_target stage_sanitize stage_bench \
-  cpu_test tiny_text left
+  stage_ncu cpu_test tiny_text left
 export start budget
 publish
 
@@ -385,7 +407,7 @@ have_build() { [ -x "$build/fsdp" ]; }
 for s in "${stages[@]}"; do
   case $s in
     build) run_stage build 420 stage_build ;;
-    test|smoke|attention|sanitize|bench|bench-*|cpu-test)
+    test|smoke|attention|ncu|sanitize|bench|bench-*|cpu-test)
       if ! have_build; then
         say "$s: skipped, no $build/fsdp (run the build stage first)"
         results+=("| $s | skipped (no build) | 0 | |"); publish; continue
@@ -395,10 +417,11 @@ for s in "${stages[@]}"; do
         smoke) run_stage smoke 90 stage_smoke ;;
         attention) run_stage attention 120 "$repo/bench/attention.sh" "$build" --dtypes bf16 --python python3 ;;
         sanitize) run_stage sanitize 180 stage_sanitize 170 ;;
+        ncu) run_stage ncu 210 stage_ncu ;;
         bench) run_stage bench 600 stage_bench "$bench_parts" ;;
         cpu-test) run_stage cpu-test 600 cpu_test ;;
       esac ;;
-    *) say "unknown stage '$s' (build test smoke attention sanitize bench bench-gpt2 bench-llama bench-scaling cpu-test)"
+    *) say "unknown stage '$s' (build test smoke attention ncu sanitize bench bench-gpt2 bench-llama bench-scaling bench-offload cpu-test)"
        results+=("| $s | unknown stage | 0 | |") ;;
   esac
 done
