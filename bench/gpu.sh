@@ -3,6 +3,7 @@
 #
 #   bench/gpu.sh [--parts gpt2,llama,scaling,offload] [--fsdp build-gpu/fsdp] [--mpirun mpirun]
 #                [--gpt2-batches "8 16 32 64"] [--llama-model auto|PRESET] [--llama-batches "1 2 4 8"]
+#                (batches apart by spaces or commas)
 #                [--seq-len 1024] [--steps 8] [--warmup 3] [--torch-modes eager,fsdp2,compile,sdpa]
 #                [--peak-tflops 989] [--budget SECONDS] [--out DIR] [--python python3] [--keep-logs]
 #                [--device cuda|cpu] [--shape "FLAGS"] [--scaling-args "FLAGS"]
@@ -58,9 +59,9 @@ while [ $# -gt 0 ]; do
     --fsdp) fsdp=$2; shift 2 ;;
     --mpirun) mpirun=$2; shift 2 ;;
     --python) python=$2; shift 2 ;;
-    --gpt2-batches) gpt2_batches=$2; shift 2 ;;
+    --gpt2-batches) gpt2_batches=${2//,/ }; shift 2 ;;
     --llama-model) llama_model=$2; shift 2 ;;
-    --llama-batches) llama_batches=$2; shift 2 ;;
+    --llama-batches) llama_batches=${2//,/ }; shift 2 ;;
     --seq-len) T=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
@@ -72,7 +73,7 @@ while [ $# -gt 0 ]; do
     --device) device=$2; shift 2 ;;
     --shape) shape=$2; shift 2 ;;
     --scaling-args) scaling_args=$2; shift 2 ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "bench/gpu.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -195,7 +196,13 @@ model_part() {
   for m in ${torch_modes//,/ }; do [ "$m" = compile ] || modes_sweep=${modes_sweep:+$modes_sweep,}$m; done
   [ -n "$modes_sweep" ] && torch_run "$model" "$modes_sweep" "$batches" 300 "torch-$model-sweep"
   if [[ ",$torch_modes," == *,compile,* ]]; then
-    compile_b=${best:-$(torch_best "$model" eager)}
+    # fsdp.c's best batch, or eager PyTorch's (sdpa, else math attention) where smaller:
+    # a batch past that may not fit torch.compile either (seen: B=64 on an H100).
+    local fits
+    fits=$(torch_best "$model" sdpa)
+    fits=${fits:-$(torch_best "$model" eager)}
+    compile_b=${best:-$fits}
+    [ -n "$fits" ] && [ -n "$compile_b" ] && [ "$fits" -lt "$compile_b" ] && compile_b=$fits
     compile_b=${compile_b:-${batches%% *}}
     torch_run "$model" compile "$compile_b" 240 "torch-$model-compile"
   fi

@@ -310,7 +310,8 @@ def cmd_run(args):
             os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
             os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
             if args.device.startswith("cuda"):
-                torch.cuda.set_device(torch.device(args.device))
+                device = torch.device(args.device)  # "cuda" names no index: the first GPU
+                torch.cuda.set_device(device.index if device.index is not None else 0)
                 dist.init_process_group("nccl", rank=0, world_size=1)
             else:  # the CPU check: gloo
                 dist.init_process_group("gloo", rank=0, world_size=1)

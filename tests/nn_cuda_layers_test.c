@@ -355,6 +355,7 @@ int main(void) {
       {"even", 2, 64, 128, 4, 1024},
       {"odd", 3, 37, 15, 3, 333},
       {"tiles", 1, 200, 256, 2, 512}, /* attention: head dim 128, four query tiles, the last partial */
+      {"gpt2-heads", 2, 130, 256, 4, 300}, /* attention: GPT-2's head dim 64, three tiles, two batch rows */
   };
   static const enum dtype DTYPES[] = {DTYPE_F32, DTYPE_BF16, DTYPE_F16};
   for (size_t i = 0; i < sizeof SHAPES / sizeof SHAPES[0]; i++)

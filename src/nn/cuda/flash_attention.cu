@@ -4,8 +4,8 @@
  * math out. A (T, T) matrix is never held: the forward keeps out and lse (B, NH, T),
  * the backward recomputes the probabilities from them tile by tile.
  *
- * In bf16 and fp16 at head dims 64 and 128 (the models') the forward and the backward run
- * on tensor cores (flash_attention_tc.cu). Every other case (fp32, other head dims) runs
+ * In bf16 and fp16 at head dims 64 and 128 (the models'), on heads whose rows start on
+ * 16 bytes, the forward and the backward run on tensor cores (flash_attention_tc.cu). Every other case (fp32, other head dims) runs
  * here, on CUDA cores: a block of 256 threads takes a 64-row tile; 4 neighbouring lanes
  * share a row (of queries, or of keys in the key pass), each holding every 4th column of
  * the row's 64 scores and every 4th element of its accumulator (up to FLASH_HD_MAX / 4
@@ -255,7 +255,8 @@ extern "C" cudaError_t gpu_flash_attention_forward(struct gpu_buf out, float *ls
                                                    struct gpu_buf k, struct gpu_buf v,
                                                    struct gpu_attention_layout l, cudaStream_t s) {
   if (l.B == 0 || l.T == 0) return cudaSuccess;
-  if (flash_tc_takes(out.dtype, l.hd)) return flash_tc_forward(out, lse, q, k, v, l, s);
+  const struct gpu_buf tensors[] = {out, q, k, v};
+  if (flash_tc_takes(out.dtype, l, tensors)) return flash_tc_forward(out, lse, q, k, v, l, s);
   size_t bytes = forward_smem(l.hd);
   cudaError_t rc = allow_smem(flash_forward_kernel, bytes);
   if (rc != cudaSuccess) return rc;
@@ -268,7 +269,8 @@ extern "C" cudaError_t gpu_flash_attention_backward(struct gpu_buf dq, struct gp
                                                     struct gpu_buf v, struct gpu_buf out, const float *lse,
                                                     struct gpu_attention_layout l, cudaStream_t s) {
   if (l.B == 0 || l.T == 0) return cudaSuccess;
-  if (flash_tc_takes(dout.dtype, l.hd)) return flash_tc_backward(dq, dk, dv, dout, q, k, v, out, lse, l, s);
+  const struct gpu_buf tensors[] = {dq, dk, dv, dout, q, k, v, out};
+  if (flash_tc_takes(dout.dtype, l, tensors)) return flash_tc_backward(dq, dk, dv, dout, q, k, v, out, lse, l, s);
   size_t bytes = backward_smem(l.hd);
   float scale = 1.0f / sqrtf((float)l.hd);
   cudaError_t rc;

@@ -1,337 +1,486 @@
 /* The tiled attention on tensor cores, bf16 and fp16 at head dims 64 and 128: the same
  * algorithm, tiles and rounding points as flash_attention.cu's CUDA-core kernels (which
- * ../cpu/attention.c writes out), its products on wmma's 16 x 16 x 16 (16-bit in, fp32
- * accumulators). */
+ * ../cpu/attention.c writes out), laid out as FlashAttention-2 lays it out.
+ *
+ * A block of 4 warps takes a 64-row tile (queries in the forward and the dq pass, keys in
+ * the key pass), each warp 16 of its rows. Tiles come into shared memory as the tensors'
+ * own 16-bit values, 16 bytes a load, rows hd + 8 elements apart: each of the products'
+ * fragment loads then falls in 32 different banks. The products are mma.sync m16n8k16
+ * (16-bit in, fp32 sums) whose sums stay in registers: a warp's scores, softmax,
+ * probabilities and gradients of the scores never leave its registers, as a sum tile's
+ * layout is, two n8 tiles side by side, the layout of the next product's a operand
+ * (PTX ISA, "Matrix Fragments for mma.m16n8k16"). Lane l holds rows l/4 and l/4 + 8,
+ * columns 2(l%4) and 2(l%4) + 1 of each n8 tile; a row's maximum and sum are two
+ * shuffles among its 4 lanes.
+ *
+ * Rounding, as the CPU: p is rounded to the dtype as a product's operand and summed
+ * unrounded into the row's sum; ds = p (dp - D) is rounded once; out, dq, dk and dv are
+ * their fp32 sums rounded once on store (added to what the gradients held). */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
-#include <mma.h>
+#include <stdint.h>
 
-#include "elem.cuh"
 #include "flash_tiles.cuh"
 #include "reduce.cuh"
 
-/* ---- The forward ----
- * A block of 4 warps takes a 64-row query tile, each warp 16 of its rows. Per key tile a
- * warp computes its 16 x 64 scores into shared memory, runs the online softmax on them (2
- * lanes a row, 32 columns each), writes p rounded to the dtype (the products' operand
- * type) and rescales its rows of acc, then adds p v on the tensor cores into acc (fp32,
- * in shared memory). The q, k and v tiles are the tensors' own
- * 16-bit values, copied. */
-
-static const int TC_WARPS = 4, TC_THREADS = TC_WARPS * 32, TC_ROWS = TILE / TC_WARPS;
-/* Padding that keeps wmma's leading dimensions multiples of 16 bytes and spreads rows
- * over the banks. */
-static const int PAD16 = 8, PAD32 = 4;
+static const int TC_WARPS = 4, TC_THREADS = TC_WARPS * 32, WARP_ROWS = TILE / TC_WARPS;
 
 template <typename T>
-struct tc_layout {
-  int ld, sld, pld, old;
-  T *q, *k, *v, *p;
-  float *s, *acc;
+struct tc_dtype;
+template <>
+struct tc_dtype<__nv_bfloat16> {
+  static constexpr enum dtype value = DTYPE_BF16;
+};
+template <>
+struct tc_dtype<__half> {
+  static constexpr enum dtype value = DTYPE_F16;
 };
 
+/* Two values rounded to T, the first in the low half: an operand register. */
 template <typename T>
-static __host__ __device__ size_t tc_smem(int hd) {
-  size_t ld = hd + PAD16, sld = TILE + PAD32, pld = TILE + PAD16, old = hd + PAD32;
-  return 3 * TILE * ld * sizeof(T) + TILE * pld * sizeof(T) + TILE * (sld + old) * sizeof(float);
+static __device__ inline uint32_t pack2(float lo, float hi) {
+  return (uint32_t)narrow(tc_dtype<T>::value, lo) | (uint32_t)narrow(tc_dtype<T>::value, hi) << 16;
 }
 
 template <typename T>
-static __device__ struct tc_layout<T> tc_layout_of(void *smem, int hd) {
-  struct tc_layout<T> t;
-  t.ld = hd + PAD16, t.sld = TILE + PAD32, t.pld = TILE + PAD16, t.old = hd + PAD32;
-  t.q = (T *)smem, t.k = t.q + TILE * t.ld, t.v = t.k + TILE * t.ld, t.p = t.v + TILE * t.ld;
-  t.s = (float *)(t.p + TILE * t.pld), t.acc = t.s + TILE * t.sld;
-  return t;
+static __device__ inline float2 unpack2(uint32_t x) {
+  return make_float2(widen(tc_dtype<T>::value, (uint16_t)(x & 0xffffu)), widen(tc_dtype<T>::value, (uint16_t)(x >> 16)));
 }
 
-/* valid rows of hd 16-bit elements from src (first at first, each stride after the one
- * before) into dst (rows ld apart) as they are; 0 past valid rows. */
+/* d += a b on one m16n8k16 tile: a (16 x 16) in 4 registers, b (16 x 8) in 2, d fp32. */
+static __device__ inline void mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1, __nv_bfloat16) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+static __device__ inline void mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1, __half) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+static __device__ inline uint32_t shared_u32(const void *p) { return *(const uint32_t *)p; }
+
+/* The a operand of k-step k0 for rows r0.. of m (row-major in shared memory, rows ld apart). */
 template <typename T>
-static __device__ void copy_tile(T *dst, int ld, struct gpu_buf src, size_t first, int valid, size_t stride, int hd) {
-  const uint16_t *from = (const uint16_t *)src.data;
-  uint16_t *to = (uint16_t *)dst;
-  for (int i = threadIdx.x; i < TILE * hd; i += blockDim.x) {
-    int r = i / hd, e = i % hd;
-    to[r * ld + e] = r < valid ? from[first + (size_t)r * stride + e] : (uint16_t)0;
+static __device__ inline void load_a(uint32_t a[4], const T *m, int ld, int r0, int k0, int lane) {
+  const T *at = m + (r0 + lane / 4) * ld + k0 + 2 * (lane % 4);
+  a[0] = shared_u32(at), a[1] = shared_u32(at + 8 * ld), a[2] = shared_u32(at + 8), a[3] = shared_u32(at + 8 * ld + 8);
+}
+
+/* The b operand of k-step k0, n8 tile n0, of a product by m's transpose: m (n x k)
+ * row-major, so that b's column n is m's row n, two elements a register. */
+template <typename T>
+static __device__ inline void load_b_of_rows(uint32_t &b0, uint32_t &b1, const T *m, int ld, int k0, int n0, int lane) {
+  const T *at = m + (n0 + lane / 4) * ld + k0 + 2 * (lane % 4);
+  b0 = shared_u32(at), b1 = shared_u32(at + 8);
+}
+
+/* The b operands of k-step k0, n8 tiles n0 and n0 + 8, of a product by m itself: m (k x n)
+ * row-major, whose columns ldmatrix.trans gathers (lanes 8i..8i+7 name the rows of its
+ * i-th 8 x 8 matrix): b[0], b[1] for n0 and b[2], b[3] for n0 + 8. */
+template <typename T>
+static __device__ inline void load_b_of_columns(uint32_t b[4], const T *m, int ld, int k0, int n0, int lane) {
+  const T *row = m + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ld + n0 + (lane >> 4) * 8;
+  uint32_t at = (uint32_t)__cvta_generic_to_shared(row);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+               : "r"(at));
+}
+
+/* The a operand of k-step kk from sums s of n8 tiles 2kk and 2kk + 1, rounded to T. */
+template <typename T>
+static __device__ inline void a_of_sums(uint32_t a[4], const float s0[4], const float s1[4]) {
+  a[0] = pack2<T>(s0[0], s0[1]), a[1] = pack2<T>(s0[2], s0[3]);
+  a[2] = pack2<T>(s1[0], s1[1]), a[3] = pack2<T>(s1[2], s1[3]);
+}
+
+/* valid rows of HD elements from src (the first at element first, each stride after the
+ * one before) into dst (rows HD + 8 apart), 16 bytes a load; 0 past valid rows. */
+template <typename T, int HD>
+static __device__ void load_tile(T *dst, struct gpu_buf src, size_t first, int valid, size_t stride) {
+  const int CHUNKS = HD / 8, LD = HD + 8;
+  const T *from = (const T *)src.data + first;
+  for (int i = threadIdx.x; i < TILE * CHUNKS; i += TC_THREADS) {
+    int r = i / CHUNKS, c = i % CHUNKS * 8;
+    uint4 x = make_uint4(0, 0, 0, 0);
+    if (r < valid) x = *(const uint4 *)(from + (size_t)r * stride + c);
+    *(uint4 *)(dst + r * LD + c) = x;
   }
 }
 
-/* c (16 x cols, fp32, rows ldc apart) (+)= a (16 x depth, rows lda apart) b, b (depth x
- * cols) row-major (rows ldb apart) or, b_t, its transpose given row-major (cols x depth). */
-template <typename T, typename BLayout>
-static __device__ void warp_product(float *c, int ldc, int cols, const T *a, int lda, const T *b, int ldb, int depth,
-                                    int accumulate, int b_t) {
-  using namespace nvcuda;
-  for (int n = 0; n < cols; n += 16) {
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-    if (accumulate)
-      wmma::load_matrix_sync(acc, c + n, ldc, wmma::mem_row_major);
-    else
-      wmma::fill_fragment(acc, 0.0f);
-    for (int k = 0; k < depth; k += 16) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, BLayout> fb;
-      wmma::load_matrix_sync(fa, a + k, lda);
-      wmma::load_matrix_sync(fb, b_t ? b + (size_t)n * ldb + k : b + (size_t)k * ldb + n, ldb);
-      wmma::mma_sync(acc, fa, fb, acc);
+/* The query tile qt's rows (from element oa of out and dout, rows os apart): each row's
+ * D = dout . out and lse (+inf past T: p = 0 there), 2 threads a row. */
+template <typename T, int HD>
+static __device__ void rows_in(float *D, float *lse_s, struct gpu_buf dout, struct gpu_buf out, const float *lse,
+                               size_t lse_at, size_t oa, int os, struct span qt) {
+  int r = threadIdx.x / 2, half = threadIdx.x % 2;
+  float d = 0.0f;
+  if (r < qt.n) {
+    size_t at = oa + (size_t)r * os + half * (HD / 2);
+    const uint4 *a = (const uint4 *)((const T *)dout.data + at), *b = (const uint4 *)((const T *)out.data + at);
+#pragma unroll
+    for (int i = 0; i < HD / 16; i++) {
+      uint4 x = a[i], y = b[i];
+      const uint32_t xs[4] = {x.x, x.y, x.z, x.w}, ys[4] = {y.x, y.y, y.z, y.w};
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        float2 u = unpack2<T>(xs[j]), w = unpack2<T>(ys[j]);
+        d += u.x * w.x + u.y * w.y;
+      }
     }
-    wmma::store_matrix_sync(c + n, acc, ldc, wmma::mem_row_major);
+  }
+  d += __shfl_xor_sync(FULL_MASK, d, 1);
+  if (half == 0) {
+    D[r] = d;
+    lse_s[r] = r < qt.n ? lse[lse_at + r] : INFINITY;
   }
 }
 
-/* Grid (query tiles, NH, B), the last query tile first. */
+/* dst[at], dst[at + 1] = x, y rounded to T (store), or += (accumulate). */
 template <typename T>
+static __device__ inline void store_pair(struct gpu_buf dst, size_t at, float x, float y, bool accumulate) {
+  uint32_t *p = (uint32_t *)((T *)dst.data + at);
+  if (accumulate) {
+    float2 old = unpack2<T>(*p);
+    x += old.x, y += old.y;
+  }
+  *p = pack2<T>(x, y);
+}
+
+/* ---- The forward ----
+ * Per key tile a warp's 16 x 64 scores (8 n8 tiles), the online softmax on them, p rounded
+ * into the a operand of p v, whose 16 x hd sums rescale and grow in registers. Grid
+ * (query tiles, NH, B), the last query tile (which sees every key) first. */
+template <typename T, int HD>
 static __global__ void __launch_bounds__(TC_THREADS)
     flash_forward_tc_kernel(struct gpu_buf out, float *lse, struct gpu_buf q, struct gpu_buf k, struct gpu_buf v,
                             struct gpu_attention_layout l, float scale) {
-  extern __shared__ __align__(128) float smem[]; /* wmma: 32-byte aligned fragments */
-  struct tc_layout<T> t = tc_layout_of<T>(smem, l.hd);
-  int os = l.NH * l.hd, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int LD = HD + 8, KSTEPS = HD / 16, OTILES = HD / 8, STILES = TILE / 8;
+  extern __shared__ __align__(128) float smem[];
+  T *qs = (T *)smem, *ks = qs + TILE * LD, *vs = ks + TILE * LD;
+  int lane = threadIdx.x % 32, w0 = threadIdx.x / 32 * WARP_ROWS, t = lane % 4;
   int qi = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z, g = h / (l.NH / l.NKV);
+  int os = l.NH * HD;
   struct span qt = span_of(qi, l.T);
-  size_t kva = head_at(l.T, l.kvs, l.hd, b, g);
-  copy_tile(t.q, t.ld, q, head_at(l.T, l.qs, l.hd, b, h) + (size_t)qt.r0 * l.qs, qt.n, l.qs, l.hd);
-  /* This warp's rows; lane's row (of them) and half of the 64 columns. */
-  int w0 = warp * TC_ROWS, row = lane / 2, half = lane % 2;
-  float *s = t.s + w0 * t.sld, *acc = t.acc + w0 * t.old;
-  T *p = t.p + w0 * t.pld;
-  for (int e = half; e < l.hd; e += 2) acc[row * t.old + e] = 0.0f;
-  float m = -INFINITY, lsum = 0.0f;
+  size_t kva = head_at(l.T, l.kvs, HD, b, g);
+  load_tile<T, HD>(qs, q, head_at(l.T, l.qs, HD, b, h) + (size_t)qt.r0 * l.qs, qt.n, l.qs);
+  __syncthreads();
+  uint32_t qf[KSTEPS][4];
+#pragma unroll
+  for (int kk = 0; kk < KSTEPS; kk++) load_a(qf[kk], qs, LD, w0, 16 * kk, lane);
+  float o[OTILES][4] = {}, m[2] = {-INFINITY, -INFINITY}, lsum[2] = {0.0f, 0.0f};
+  int query = qt.r0 + w0 + lane / 4; /* row 0 of the lane's; row 1 is query + 8 */
   for (int kj = 0; kj <= qi; kj++) {
     struct span kt = span_of(kj, l.T);
     __syncthreads(); /* the previous tile's readers are done */
-    copy_tile(t.k, t.ld, k, kva + (size_t)kt.r0 * l.kvs, kt.n, l.kvs, l.hd);
-    copy_tile(t.v, t.ld, v, kva + (size_t)kt.r0 * l.kvs, kt.n, l.kvs, l.hd);
+    load_tile<T, HD>(ks, k, kva + (size_t)kt.r0 * l.kvs, kt.n, l.kvs);
+    load_tile<T, HD>(vs, v, kva + (size_t)kt.r0 * l.kvs, kt.n, l.kvs);
     __syncthreads();
-    warp_product<T, nvcuda::wmma::col_major>(s, t.sld, TILE, t.q + w0 * t.ld, t.ld, t.k, t.ld, l.hd, 0, 1);
-    __syncwarp();
-    float *srow = s + row * t.sld, mx = m;
-    int query = qt.r0 + w0 + row;
-    for (int c = half * 32; c < half * 32 + 32; c++) {
-      float x = c < kt.n && kt.r0 + c <= query ? srow[c] * scale : -INFINITY;
-      srow[c] = x;
-      mx = fmaxf(mx, x);
+    float s[STILES][4] = {};
+#pragma unroll
+    for (int j = 0; j < STILES; j++)
+#pragma unroll
+      for (int kk = 0; kk < KSTEPS; kk++) {
+        uint32_t b0, b1;
+        load_b_of_rows(b0, b1, ks, LD, 16 * kk, 8 * j, lane);
+        mma(s[j], qf[kk], b0, b1, T());
+      }
+    float mx[2] = {m[0], m[1]};
+#pragma unroll
+    for (int j = 0; j < STILES; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        int c = 8 * j + 2 * t + (e & 1), r = e / 2;
+        float x = c < kt.n && kt.r0 + c <= query + 8 * r ? s[j][e] * scale : -INFINITY;
+        s[j][e] = x;
+        mx[r] = fmaxf(mx[r], x);
+      }
+    float rescale[2], sum[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(FULL_MASK, mx[r], 1));
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(FULL_MASK, mx[r], 2));
     }
-    mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
-    float sum = 0.0f;
-    for (int c = half * 32; c < half * 32 + 32; c++) {
-      float x = expf(srow[c] - mx);
-      sum += x;
-      p[row * t.pld + c] = (T)rounded(out.dtype, x);
+#pragma unroll
+    for (int j = 0; j < STILES; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        float p = expf(s[j][e] - mx[e / 2]);
+        sum[e / 2] += p;
+        s[j][e] = p;
+      }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      sum[r] += __shfl_xor_sync(FULL_MASK, sum[r], 1);
+      sum[r] += __shfl_xor_sync(FULL_MASK, sum[r], 2);
+      rescale[r] = expf(m[r] - mx[r]);
+      lsum[r] = lsum[r] * rescale[r] + sum[r];
+      m[r] = mx[r];
     }
-    sum += __shfl_xor_sync(FULL_MASK, sum, 1);
-    float rescale = expf(m - mx);
-    lsum = lsum * rescale + sum;
-    m = mx;
-    for (int e = half; e < l.hd; e += 2) acc[row * t.old + e] *= rescale;
-    __syncwarp();
-    warp_product<T, nvcuda::wmma::row_major>(acc, t.old, l.hd, p, t.pld, t.v, t.ld, TILE, 1, 0);
-    __syncwarp();
+#pragma unroll
+    for (int j = 0; j < OTILES; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) o[j][e] *= rescale[e / 2];
+#pragma unroll
+    for (int kk = 0; kk < TILE / 16; kk++) {
+      uint32_t a[4];
+      a_of_sums<T>(a, s[2 * kk], s[2 * kk + 1]);
+#pragma unroll
+      for (int j = 0; j < OTILES; j += 2) {
+        uint32_t bv[4];
+        load_b_of_columns(bv, vs, LD, 16 * kk, 8 * j, lane);
+        mma(o[j], a, bv[0], bv[1], T());
+        mma(o[j + 1], a, bv[2], bv[3], T());
+      }
+    }
   }
-  int r = w0 + row;
-  if (r >= qt.n) return;
-  size_t oa = head_at(l.T, os, l.hd, b, h) + (size_t)(qt.r0 + r) * os;
-  float inv = 1.0f / lsum;
-  for (int e = half; e < l.hd; e += 2) elem_set(out, oa + e, acc[row * t.old + e] * inv);
-  if (half == 0) lse[((size_t)b * l.NH + h) * l.T + qt.r0 + r] = m + logf(lsum);
-}
-
-/* ---- The backward on tensor cores: the same two passes ----
- * A warp owns 16 rows of the block's tile (keys in the key pass, queries in the dq
- * pass) and runs that tile's products for them on wmma: the scores and dp (or their
- * transposes, in the key pass) into shared memory, p and ds per element (2 lanes a
- * row), then the gradient products into its fp32 sums in shared memory. */
-
-template <typename T>
-struct tc_back {
-  int ld, sld, pld, old;
-  T *k, *v, *q, *dout, *p, *ds;
-  float *s, *dp, *sum1, *sum2, *lse, *D;
-};
-
-template <typename T>
-static size_t tc_back_smem(int hd) {
-  size_t ld = hd + PAD16, sld = TILE + PAD32, pld = TILE + PAD16, old = hd + PAD32;
-  return TILE * ((4 * ld + 2 * pld) * sizeof(T) + (2 * sld + 2 * old + 2) * sizeof(float));
-}
-
-template <typename T>
-static __device__ struct tc_back<T> tc_back_of(void *smem, int hd) {
-  struct tc_back<T> t;
-  t.ld = hd + PAD16, t.sld = TILE + PAD32, t.pld = TILE + PAD16, t.old = hd + PAD32;
-  t.k = (T *)smem, t.v = t.k + TILE * t.ld, t.q = t.v + TILE * t.ld, t.dout = t.q + TILE * t.ld;
-  t.p = t.dout + TILE * t.ld, t.ds = t.p + TILE * t.pld;
-  t.s = (float *)(t.ds + TILE * t.pld), t.dp = t.s + TILE * t.sld, t.sum1 = t.dp + TILE * t.sld;
-  t.sum2 = t.sum1 + TILE * t.old, t.lse = t.sum2 + TILE * t.old, t.D = t.lse + TILE;
-  return t;
-}
-
-/* The query tile qt of head h (its rows of out and dout from element oa on): each row's
- * lse (+inf past T: p = 0 there) and D = dout . out, 2 threads a row. */
-template <typename T>
-static __device__ void tc_rows_in(const struct tc_back<T> &t, struct gpu_buf dout, struct gpu_buf out,
-                                  const float *lse, size_t lse_at, size_t oa, int os, int hd, struct span qt) {
-  int r = threadIdx.x / 2, hf = threadIdx.x % 2;
-  float d = 0.0f;
-  size_t at = oa + (size_t)r * os;
-  if (r < qt.n)
-    for (int e = hf; e < hd; e += 2) d += elem_get(dout, at + e) * elem_get(out, at + e);
-  d += __shfl_xor_sync(FULL_MASK, d, 1);
-  if (hf == 0) {
-    t.D[r] = d;
-    t.lse[r] = r < qt.n ? lse[lse_at + r] : INFINITY;
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    int row = w0 + lane / 4 + 8 * r;
+    if (row >= qt.n) continue;
+    size_t oa = head_at(l.T, os, HD, b, h) + (size_t)(qt.r0 + row) * os + 2 * t;
+    float inv = 1.0f / lsum[r];
+#pragma unroll
+    for (int j = 0; j < OTILES; j++) store_pair<T>(out, oa + 8 * j, o[j][2 * r] * inv, o[j][2 * r + 1] * inv, false);
+    if (t == 0) lse[((size_t)b * l.NH + h) * l.T + qt.r0 + row] = m[r] + logf(lsum[r]);
   }
 }
 
-/* Grid (key tiles, NKV, B). */
-template <typename T>
+/* ---- The backward: two passes, each gradient with one writer (no atomics) ----
+ * Both recompute p = exp(s - lse) and ds = p (dp - D) per tile pair, 32 columns at a time
+ * (registers: hd 128's sums take 128 a lane in the key pass). */
+static const int HALF = TILE / 2, HALF_TILES = HALF / 8;
+
+template <typename T, int HD>
+static size_t backward_smem() {
+  return (size_t)4 * TILE * (HD + 8) * sizeof(T) + 2 * TILE * sizeof(float);
+}
+
+/* The key pass: a warp's 16 keys against each query tile that sees them, of each query
+ * head of their kv head: s and dp transposed (keys x queries), then dv += p^T dout and
+ * dk += ds^T q. Grid (key tiles, NKV, B). */
+template <typename T, int HD>
 static __global__ void __launch_bounds__(TC_THREADS)
     flash_backward_kv_tc_kernel(struct gpu_buf dk, struct gpu_buf dv, struct gpu_buf dout, struct gpu_buf q,
                                 struct gpu_buf k, struct gpu_buf v, struct gpu_buf out, const float *lse,
                                 struct gpu_attention_layout l, float scale) {
-  using nvcuda::wmma::col_major;
-  using nvcuda::wmma::row_major;
+  const int LD = HD + 8, KSTEPS = HD / 16, OTILES = HD / 8;
   extern __shared__ __align__(128) float smem[];
-  struct tc_back<T> t = tc_back_of<T>(smem, l.hd);
-  int os = l.NH * l.hd, group = l.NH / l.NKV, nt = (l.T + TILE - 1) / TILE, warp = threadIdx.x / 32;
-  int kj = blockIdx.x, g = blockIdx.y, b = blockIdx.z, w0 = warp * TC_ROWS, row = (threadIdx.x % 32) / 2;
-  int half = threadIdx.x % 2;
-  enum dtype d = dout.dtype;
+  T *ks = (T *)smem, *vs = ks + TILE * LD, *qs = vs + TILE * LD, *dos = qs + TILE * LD;
+  float *D = (float *)(dos + TILE * LD), *lse_s = D + TILE;
+  int lane = threadIdx.x % 32, w0 = threadIdx.x / 32 * WARP_ROWS, t = lane % 4;
+  int kj = blockIdx.x, g = blockIdx.y, b = blockIdx.z;
+  int os = l.NH * HD, group = l.NH / l.NKV, nt = (l.T + TILE - 1) / TILE;
   struct span kt = span_of(kj, l.T);
-  size_t kva = head_at(l.T, l.kvs, l.hd, b, g) + (size_t)kt.r0 * l.kvs;
-  copy_tile(t.k, t.ld, k, kva, kt.n, l.kvs, l.hd);
-  copy_tile(t.v, t.ld, v, kva, kt.n, l.kvs, l.hd);
-  float *s = t.s + w0 * t.sld, *dp = t.dp + w0 * t.sld, *dk_sum = t.sum1 + w0 * t.old, *dv_sum = t.sum2 + w0 * t.old;
-  T *pt = t.p + w0 * t.pld, *dst = t.ds + w0 * t.pld;
-  for (int e = half; e < l.hd; e += 2) dk_sum[row * t.old + e] = 0.0f, dv_sum[row * t.old + e] = 0.0f;
-  int key = kt.r0 + w0 + row;
-  for (int h = g * group; h < (g + 1) * group; h++) {
+  size_t kva = head_at(l.T, l.kvs, HD, b, g) + (size_t)kt.r0 * l.kvs;
+  load_tile<T, HD>(ks, k, kva, kt.n, l.kvs);
+  load_tile<T, HD>(vs, v, kva, kt.n, l.kvs);
+  float dk_sum[OTILES][4] = {}, dv_sum[OTILES][4] = {};
+  int key_row = w0 + lane / 4; /* row 0 of the lane's in the tile; row 1 is key_row + 8 */
+  for (int h = g * group; h < (g + 1) * group; h++)
     for (int qi = kj; qi < nt; qi++) {
       struct span qt = span_of(qi, l.T);
-      size_t oa = head_at(l.T, os, l.hd, b, h) + (size_t)qt.r0 * os;
+      size_t oa = head_at(l.T, os, HD, b, h) + (size_t)qt.r0 * os;
       __syncthreads();
-      copy_tile(t.q, t.ld, q, head_at(l.T, l.qs, l.hd, b, h) + (size_t)qt.r0 * l.qs, qt.n, l.qs, l.hd);
-      copy_tile(t.dout, t.ld, dout, oa, qt.n, os, l.hd);
-      tc_rows_in(t, dout, out, lse, ((size_t)b * l.NH + h) * l.T + qt.r0, oa, os, l.hd, qt);
+      load_tile<T, HD>(qs, q, head_at(l.T, l.qs, HD, b, h) + (size_t)qt.r0 * l.qs, qt.n, l.qs);
+      load_tile<T, HD>(dos, dout, oa, qt.n, os);
+      rows_in<T, HD>(D, lse_s, dout, out, lse, ((size_t)b * l.NH + h) * l.T + qt.r0, oa, os, qt);
       __syncthreads();
-      /* Transposed: rows are this warp's keys, columns the tile's queries. */
-      warp_product<T, col_major>(s, t.sld, TILE, t.k + w0 * t.ld, t.ld, t.q, t.ld, l.hd, 0, 1);
-      warp_product<T, col_major>(dp, t.sld, TILE, t.v + w0 * t.ld, t.ld, t.dout, t.ld, l.hd, 0, 1);
-      __syncwarp();
-      for (int c = half * 32; c < half * 32 + 32; c++) {
-        float pv = 0.0f, ds = 0.0f;
-        if (w0 + row < kt.n && c < qt.n && key <= qt.r0 + c) {
-          pv = expf(s[row * t.sld + c] * scale - t.lse[c]);
-          ds = rounded(d, pv * (dp[row * t.sld + c] - t.D[c]));
+#pragma unroll
+      for (int half = 0; half < 2; half++) {
+        int c0 = half * HALF;
+        float s[HALF_TILES][4] = {}, dp[HALF_TILES][4] = {};
+#pragma unroll
+        for (int kk = 0; kk < KSTEPS; kk++) {
+          uint32_t ka[4], va[4];
+          load_a(ka, ks, LD, w0, 16 * kk, lane);
+          load_a(va, vs, LD, w0, 16 * kk, lane);
+#pragma unroll
+          for (int j = 0; j < HALF_TILES; j++) {
+            uint32_t b0, b1;
+            load_b_of_rows(b0, b1, qs, LD, 16 * kk, c0 + 8 * j, lane);
+            mma(s[j], ka, b0, b1, T());
+            load_b_of_rows(b0, b1, dos, LD, 16 * kk, c0 + 8 * j, lane);
+            mma(dp[j], va, b0, b1, T());
+          }
         }
-        pt[row * t.pld + c] = (T)rounded(d, pv);
-        dst[row * t.pld + c] = (T)ds;
+#pragma unroll
+        for (int j = 0; j < HALF_TILES; j++)
+#pragma unroll
+          for (int e = 0; e < 4; e++) {
+            int c = c0 + 8 * j + 2 * t + (e & 1), r = key_row + 8 * (e / 2);
+            float p = 0.0f, ds = 0.0f;
+            if (r < kt.n && c < qt.n && kt.r0 + r <= qt.r0 + c) {
+              p = expf(s[j][e] * scale - lse_s[c]);
+              ds = p * (dp[j][e] - D[c]);
+            }
+            s[j][e] = p, dp[j][e] = ds;
+          }
+#pragma unroll
+        for (int kk = 0; kk < HALF / 16; kk++) {
+          uint32_t pa[4], dsa[4];
+          a_of_sums<T>(pa, s[2 * kk], s[2 * kk + 1]);
+          a_of_sums<T>(dsa, dp[2 * kk], dp[2 * kk + 1]);
+#pragma unroll
+          for (int j = 0; j < OTILES; j += 2) {
+            uint32_t bo[4];
+            load_b_of_columns(bo, dos, LD, c0 + 16 * kk, 8 * j, lane);
+            mma(dv_sum[j], pa, bo[0], bo[1], T());
+            mma(dv_sum[j + 1], pa, bo[2], bo[3], T());
+            load_b_of_columns(bo, qs, LD, c0 + 16 * kk, 8 * j, lane);
+            mma(dk_sum[j], dsa, bo[0], bo[1], T());
+            mma(dk_sum[j + 1], dsa, bo[2], bo[3], T());
+          }
+        }
       }
-      __syncwarp();
-      warp_product<T, row_major>(dv_sum, t.old, l.hd, pt, t.pld, t.dout, t.ld, TILE, 1, 0);
-      warp_product<T, row_major>(dk_sum, t.old, l.hd, dst, t.pld, t.q, t.ld, TILE, 1, 0);
-      __syncwarp();
     }
-  }
-  if (w0 + row >= kt.n) return;
-  for (int e = half; e < l.hd; e += 2) {
-    size_t at = kva + (size_t)(w0 + row) * l.kvs + e;
-    if (dk.data) elem_add(dk, at, dk_sum[row * t.old + e] * scale);
-    if (dv.data) elem_add(dv, at, dv_sum[row * t.old + e]);
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    int row = key_row + 8 * r;
+    if (row >= kt.n) continue;
+    size_t at = kva + (size_t)row * l.kvs + 2 * t;
+#pragma unroll
+    for (int j = 0; j < OTILES; j++) {
+      if (dk.data) store_pair<T>(dk, at + 8 * j, dk_sum[j][2 * r] * scale, dk_sum[j][2 * r + 1] * scale, true);
+      if (dv.data) store_pair<T>(dv, at + 8 * j, dv_sum[j][2 * r], dv_sum[j][2 * r + 1], true);
+    }
   }
 }
 
-/* Grid (query tiles, NH, B), the last query tile first. */
-template <typename T>
+/* The dq pass: a warp's 16 queries against each key tile they see: s and dp, then
+ * dq += ds k. Grid (query tiles, NH, B), the last query tile first. */
+template <typename T, int HD>
 static __global__ void __launch_bounds__(TC_THREADS)
     flash_backward_q_tc_kernel(struct gpu_buf dq, struct gpu_buf dout, struct gpu_buf q, struct gpu_buf k,
                                struct gpu_buf v, struct gpu_buf out, const float *lse, struct gpu_attention_layout l,
                                float scale) {
-  using nvcuda::wmma::col_major;
-  using nvcuda::wmma::row_major;
+  const int LD = HD + 8, KSTEPS = HD / 16, OTILES = HD / 8;
   extern __shared__ __align__(128) float smem[];
-  struct tc_back<T> t = tc_back_of<T>(smem, l.hd);
-  int os = l.NH * l.hd, warp = threadIdx.x / 32, w0 = warp * TC_ROWS, row = (threadIdx.x % 32) / 2;
-  int half = threadIdx.x % 2;
+  T *ks = (T *)smem, *vs = ks + TILE * LD, *qs = vs + TILE * LD, *dos = qs + TILE * LD;
+  float *D = (float *)(dos + TILE * LD), *lse_s = D + TILE;
+  int lane = threadIdx.x % 32, w0 = threadIdx.x / 32 * WARP_ROWS, t = lane % 4;
   int qi = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z, g = h / (l.NH / l.NKV);
-  enum dtype d = dout.dtype;
+  int os = l.NH * HD;
   struct span qt = span_of(qi, l.T);
-  size_t qa = head_at(l.T, l.qs, l.hd, b, h) + (size_t)qt.r0 * l.qs;
-  size_t oa = head_at(l.T, os, l.hd, b, h) + (size_t)qt.r0 * os, kva = head_at(l.T, l.kvs, l.hd, b, g);
-  copy_tile(t.q, t.ld, q, qa, qt.n, l.qs, l.hd);
-  copy_tile(t.dout, t.ld, dout, oa, qt.n, os, l.hd);
-  tc_rows_in(t, dout, out, lse, ((size_t)b * l.NH + h) * l.T + qt.r0, oa, os, l.hd, qt);
-  float *s = t.s + w0 * t.sld, *dp = t.dp + w0 * t.sld, *dq_sum = t.sum1 + w0 * t.old;
-  T *dst = t.ds + w0 * t.pld;
-  for (int e = half; e < l.hd; e += 2) dq_sum[row * t.old + e] = 0.0f;
-  int r = w0 + row;
+  size_t qa = head_at(l.T, l.qs, HD, b, h) + (size_t)qt.r0 * l.qs;
+  size_t oa = head_at(l.T, os, HD, b, h) + (size_t)qt.r0 * os, kva = head_at(l.T, l.kvs, HD, b, g);
+  load_tile<T, HD>(qs, q, qa, qt.n, l.qs);
+  load_tile<T, HD>(dos, dout, oa, qt.n, os);
+  rows_in<T, HD>(D, lse_s, dout, out, lse, ((size_t)b * l.NH + h) * l.T + qt.r0, oa, os, qt);
+  __syncthreads();
+  int row = w0 + lane / 4; /* row 0 of the lane's in the tile; row 1 is row + 8 */
+  float row_lse[2] = {lse_s[row], lse_s[row + 8]}, row_D[2] = {D[row], D[row + 8]};
+  float dq_sum[OTILES][4] = {};
   for (int kj = 0; kj <= qi; kj++) {
     struct span kt = span_of(kj, l.T);
     __syncthreads();
-    copy_tile(t.k, t.ld, k, kva + (size_t)kt.r0 * l.kvs, kt.n, l.kvs, l.hd);
-    copy_tile(t.v, t.ld, v, kva + (size_t)kt.r0 * l.kvs, kt.n, l.kvs, l.hd);
+    load_tile<T, HD>(ks, k, kva + (size_t)kt.r0 * l.kvs, kt.n, l.kvs);
+    load_tile<T, HD>(vs, v, kva + (size_t)kt.r0 * l.kvs, kt.n, l.kvs);
     __syncthreads();
-    warp_product<T, col_major>(s, t.sld, TILE, t.q + w0 * t.ld, t.ld, t.k, t.ld, l.hd, 0, 1);
-    warp_product<T, col_major>(dp, t.sld, TILE, t.dout + w0 * t.ld, t.ld, t.v, t.ld, l.hd, 0, 1);
-    __syncwarp();
-    for (int c = half * 32; c < half * 32 + 32; c++) {
-      float ds = 0.0f;
-      if (r < qt.n && c < kt.n && kt.r0 + c <= qt.r0 + r) {
-        float pv = expf(s[row * t.sld + c] * scale - t.lse[r]);
-        ds = rounded(d, pv * (dp[row * t.sld + c] - t.D[r]));
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+      int c0 = half * HALF;
+      float s[HALF_TILES][4] = {}, dp[HALF_TILES][4] = {};
+#pragma unroll
+      for (int kk = 0; kk < KSTEPS; kk++) {
+        uint32_t qa_f[4], da[4];
+        load_a(qa_f, qs, LD, w0, 16 * kk, lane);
+        load_a(da, dos, LD, w0, 16 * kk, lane);
+#pragma unroll
+        for (int j = 0; j < HALF_TILES; j++) {
+          uint32_t b0, b1;
+          load_b_of_rows(b0, b1, ks, LD, 16 * kk, c0 + 8 * j, lane);
+          mma(s[j], qa_f, b0, b1, T());
+          load_b_of_rows(b0, b1, vs, LD, 16 * kk, c0 + 8 * j, lane);
+          mma(dp[j], da, b0, b1, T());
+        }
       }
-      dst[row * t.pld + c] = (T)ds;
+#pragma unroll
+      for (int j = 0; j < HALF_TILES; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          int c = c0 + 8 * j + 2 * t + (e & 1), r = row + 8 * (e / 2);
+          float ds = 0.0f;
+          if (r < qt.n && c < kt.n && kt.r0 + c <= qt.r0 + r) {
+            float p = expf(s[j][e] * scale - row_lse[e / 2]);
+            ds = p * (dp[j][e] - row_D[e / 2]);
+          }
+          dp[j][e] = ds;
+        }
+#pragma unroll
+      for (int kk = 0; kk < HALF / 16; kk++) {
+        uint32_t dsa[4];
+        a_of_sums<T>(dsa, dp[2 * kk], dp[2 * kk + 1]);
+#pragma unroll
+        for (int j = 0; j < OTILES; j += 2) {
+          uint32_t bk[4];
+          load_b_of_columns(bk, ks, LD, c0 + 16 * kk, 8 * j, lane);
+          mma(dq_sum[j], dsa, bk[0], bk[1], T());
+          mma(dq_sum[j + 1], dsa, bk[2], bk[3], T());
+        }
+      }
     }
-    __syncwarp();
-    warp_product<T, row_major>(dq_sum, t.old, l.hd, dst, t.pld, t.k, t.ld, TILE, 1, 0);
-    __syncwarp();
   }
-  if (r >= qt.n) return;
-  for (int e = half; e < l.hd; e += 2) elem_add(dq, qa + (size_t)r * l.qs + e, dq_sum[row * t.old + e] * scale);
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    if (row + 8 * r >= qt.n) continue;
+    size_t at = qa + (size_t)(row + 8 * r) * l.qs + 2 * t;
+#pragma unroll
+    for (int j = 0; j < OTILES; j++)
+      store_pair<T>(dq, at + 8 * j, dq_sum[j][2 * r] * scale, dq_sum[j][2 * r + 1] * scale, true);
+  }
 }
 
-template <typename T>
+template <typename T, int HD>
 static cudaError_t forward_tc(struct gpu_buf out, float *lse, struct gpu_buf q, struct gpu_buf k, struct gpu_buf v,
                               struct gpu_attention_layout l, cudaStream_t s) {
-  size_t bytes = tc_smem<T>(l.hd);
-  cudaError_t rc = allow_smem(flash_forward_tc_kernel<T>, bytes);
+  size_t bytes = (size_t)3 * TILE * (HD + 8) * sizeof(T);
+  cudaError_t rc = allow_smem(flash_forward_tc_kernel<T, HD>, bytes);
   if (rc != cudaSuccess) return rc;
-  flash_forward_tc_kernel<T><<<grid_of(l, l.NH), TC_THREADS, bytes, s>>>(out, lse, q, k, v, l,
-                                                                          1.0f / sqrtf((float)l.hd));
+  flash_forward_tc_kernel<T, HD>
+      <<<grid_of(l, l.NH), TC_THREADS, bytes, s>>>(out, lse, q, k, v, l, 1.0f / sqrtf((float)HD));
   return cudaGetLastError();
 }
 
-template <typename T>
+template <typename T, int HD>
 static cudaError_t backward_tc(struct gpu_buf dq, struct gpu_buf dk, struct gpu_buf dv, struct gpu_buf dout,
                                struct gpu_buf q, struct gpu_buf k, struct gpu_buf v, struct gpu_buf out,
                                const float *lse, struct gpu_attention_layout l, cudaStream_t s) {
-  size_t bytes = tc_back_smem<T>(l.hd);
-  float scale = 1.0f / sqrtf((float)l.hd);
+  size_t bytes = backward_smem<T, HD>();
+  float scale = 1.0f / sqrtf((float)HD);
   cudaError_t rc;
   if (dk.data || dv.data) {
-    if ((rc = allow_smem(flash_backward_kv_tc_kernel<T>, bytes)) != cudaSuccess) return rc;
-    flash_backward_kv_tc_kernel<T>
+    if ((rc = allow_smem(flash_backward_kv_tc_kernel<T, HD>, bytes)) != cudaSuccess) return rc;
+    flash_backward_kv_tc_kernel<T, HD>
         <<<grid_of(l, l.NKV), TC_THREADS, bytes, s>>>(dk, dv, dout, q, k, v, out, lse, l, scale);
     if ((rc = cudaGetLastError()) != cudaSuccess) return rc;
   }
   if (dq.data) {
-    if ((rc = allow_smem(flash_backward_q_tc_kernel<T>, bytes)) != cudaSuccess) return rc;
-    flash_backward_q_tc_kernel<T><<<grid_of(l, l.NH), TC_THREADS, bytes, s>>>(dq, dout, q, k, v, out, lse, l, scale);
+    if ((rc = allow_smem(flash_backward_q_tc_kernel<T, HD>, bytes)) != cudaSuccess) return rc;
+    flash_backward_q_tc_kernel<T, HD>
+        <<<grid_of(l, l.NH), TC_THREADS, bytes, s>>>(dq, dout, q, k, v, out, lse, l, scale);
   }
   return cudaGetLastError();
 }
 
 cudaError_t flash_tc_forward(struct gpu_buf out, float *lse, struct gpu_buf q, struct gpu_buf k, struct gpu_buf v,
                              struct gpu_attention_layout l, cudaStream_t s) {
-  return out.dtype == DTYPE_BF16 ? forward_tc<__nv_bfloat16>(out, lse, q, k, v, l, s)
-                                 : forward_tc<__half>(out, lse, q, k, v, l, s);
+  if (out.dtype == DTYPE_BF16)
+    return l.hd == 64 ? forward_tc<__nv_bfloat16, 64>(out, lse, q, k, v, l, s)
+                      : forward_tc<__nv_bfloat16, 128>(out, lse, q, k, v, l, s);
+  return l.hd == 64 ? forward_tc<__half, 64>(out, lse, q, k, v, l, s) : forward_tc<__half, 128>(out, lse, q, k, v, l, s);
 }
 
 cudaError_t flash_tc_backward(struct gpu_buf dq, struct gpu_buf dk, struct gpu_buf dv, struct gpu_buf dout,
                               struct gpu_buf q, struct gpu_buf k, struct gpu_buf v, struct gpu_buf out,
                               const float *lse, struct gpu_attention_layout l, cudaStream_t s) {
-  return dout.dtype == DTYPE_BF16 ? backward_tc<__nv_bfloat16>(dq, dk, dv, dout, q, k, v, out, lse, l, s)
-                                  : backward_tc<__half>(dq, dk, dv, dout, q, k, v, out, lse, l, s);
+  if (dout.dtype == DTYPE_BF16)
+    return l.hd == 64 ? backward_tc<__nv_bfloat16, 64>(dq, dk, dv, dout, q, k, v, out, lse, l, s)
+                      : backward_tc<__nv_bfloat16, 128>(dq, dk, dv, dout, q, k, v, out, lse, l, s);
+  return l.hd == 64 ? backward_tc<__half, 64>(dq, dk, dv, dout, q, k, v, out, lse, l, s)
+                    : backward_tc<__half, 128>(dq, dk, dv, dout, q, k, v, out, lse, l, s);
 }

@@ -4,6 +4,8 @@
 #ifndef FSDP_NN_CUDA_FLASH_TILES_CUH
 #define FSDP_NN_CUDA_FLASH_TILES_CUH
 
+#include <stdint.h>
+
 #include "attention_kernels.h"
 #include "dtype.cuh"
 
@@ -40,9 +42,13 @@ static inline dim3 grid_of(const struct gpu_attention_layout &l, int heads) {
 }
 
 /* The tensor cores take bf16 and fp16 heads of 64 and 128 (the models'; multiples of
- * their 16-wide steps). */
-static inline bool flash_tc_takes(enum dtype d, int hd) {
-  return (d == DTYPE_BF16 || d == DTYPE_F16) && (hd == 64 || hd == 128);
+ * their 16-wide steps) whose rows start on 16 bytes, as they read 8 elements a load:
+ * each tensor aligned (an absent one has no data) and the rows' strides multiples of 8. */
+template <size_t N>
+static inline bool flash_tc_takes(enum dtype d, const struct gpu_attention_layout &l, const struct gpu_buf (&bufs)[N]) {
+  for (const struct gpu_buf &b : bufs)
+    if ((uintptr_t)b.data % 16) return false;
+  return (d == DTYPE_BF16 || d == DTYPE_F16) && (l.hd == 64 || l.hd == 128) && l.qs % 8 == 0 && l.kvs % 8 == 0;
 }
 cudaError_t flash_tc_forward(struct gpu_buf out, float *lse, struct gpu_buf q, struct gpu_buf k, struct gpu_buf v,
                              struct gpu_attention_layout l, cudaStream_t s);
