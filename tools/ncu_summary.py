@@ -44,7 +44,7 @@ def main():
     p.add_argument("path")
     p.add_argument("--steps", type=int, default=1, help="steps in the profile: times are shown per step")
     p.add_argument("--top", type=int, default=25)
-    p.add_argument("--exclude", default=r"^(init_normal|init_uniform|fill_kernel)")
+    p.add_argument("--exclude", default=r"^(init_|fill_kernel)")
     args = p.parse_args()
     with open(args.path, errors="replace") as f:
         rows = list(parse(f))
