@@ -201,6 +201,33 @@ static void check_in_place(enum dtype d, const uint32_t *inputs, size_t n) {
   free(src), free(buf), free(packed), free(unpacked), free(values);
 }
 
+/* dtype_pack_rows and dtype_unpack_rows against dtype_pack and dtype_unpack a row at a
+ * time, to the bit: rows of cols elements taken every src_stride, put every dst_stride,
+ * the elements between rows left as they were. */
+static void check_rows(enum dtype d, const uint32_t *inputs, size_t rows, size_t cols, size_t src_stride,
+                       size_t dst_stride) {
+  size_t n_src = rows * src_stride, n_dst = rows * dst_stride;
+  float *src = fsdp_xmalloc(n_src * sizeof *src), *wide = fsdp_xmalloc(n_dst * sizeof *wide);
+  float *wide_want = fsdp_xmalloc(n_dst * sizeof *wide_want);
+  uint16_t *narrow16 = fsdp_xmalloc(n_dst * sizeof *narrow16), *narrow_want = fsdp_xmalloc(n_dst * sizeof *narrow_want);
+  uint16_t *values = fsdp_xmalloc(n_src * sizeof *values);
+  memcpy(src, inputs, n_src * sizeof *src);
+  memcpy(values, inputs, n_src * sizeof *values);
+  memset(narrow16, 0x5a, n_dst * sizeof *narrow16), memset(narrow_want, 0x5a, n_dst * sizeof *narrow_want);
+  memset(wide, 0x5a, n_dst * sizeof *wide), memset(wide_want, 0x5a, n_dst * sizeof *wide_want);
+  for (size_t r = 0; r < rows; r++) {
+    dtype_pack(d, src + r * src_stride, narrow_want + r * dst_stride, cols);
+    dtype_unpack(d, values + r * src_stride, wide_want + r * dst_stride, cols);
+  }
+  dtype_pack_rows(d, src, src_stride, narrow16, dst_stride, rows, cols);
+  dtype_unpack_rows(d, values, src_stride, wide, dst_stride, rows, cols);
+  if (memcmp(narrow16, narrow_want, n_dst * sizeof *narrow16) != 0)
+    fsdp_fatal("dtype_test: %s dtype_pack_rows differs from dtype_pack (%zu x %zu)", dtype_name(d), rows, cols);
+  if (memcmp(wide, wide_want, n_dst * sizeof *wide) != 0)
+    fsdp_fatal("dtype_test: %s dtype_unpack_rows differs from dtype_unpack (%zu x %zu)", dtype_name(d), rows, cols);
+  free(src), free(wide), free(wide_want), free(narrow16), free(narrow_want), free(values);
+}
+
 /* fp16, the format with an AVX-512 path: dtype_pack on all 2^32 fp32 patterns and
  * dtype_unpack on all 2^16 fp16 ones, on that path and the scalar one, give the same bits
  * (dtype_round is the two in turn). Under a sanitizer, which makes the loops a hundred
@@ -258,6 +285,13 @@ int main(int argc, char **argv) {
       FSDP_CHECK(sizes[s] <= n);
       check_in_place(HALVES[k], inputs, sizes[s]);
     }
+  /* A head's slice of GPT-2's packed qkv (64 of 2304 a row), rows past the 16-wide
+   * vectors' multiples, and no rows. */
+  for (size_t k = 0; k < 2; k++) {
+    check_rows(HALVES[k], inputs, 64, 64, 2304, 64);
+    check_rows(HALVES[k], inputs, 7, 37, 40, 45);
+    check_rows(HALVES[k], inputs, 0, 5, 5, 5);
+  }
 
   FILE *f = tensor_file_create(argv[1]);
   float *x = fsdp_xmalloc(n * sizeof *x), *rounded = fsdp_xmalloc(n * sizeof *rounded);

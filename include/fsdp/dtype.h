@@ -31,6 +31,13 @@ void dtype_round(enum dtype d, float *x, size_t n);
 /* 16-bit d only: out-of-place conversions. */
 void dtype_pack(enum dtype d, const float *src, uint16_t *dst, size_t n);
 void dtype_unpack(enum dtype d, const uint16_t *src, float *dst, size_t n);
+/* The same on rows rows of cols elements, each row of src and dst its stride (in elements)
+ * after the one before: a head's slice of an activation, in one call (a call a row of 64
+ * cost more than its conversion). */
+void dtype_pack_rows(enum dtype d, const float *src, size_t src_stride, uint16_t *dst, size_t dst_stride, size_t rows,
+                     size_t cols);
+void dtype_unpack_rows(enum dtype d, const uint16_t *src, size_t src_stride, float *dst, size_t dst_stride,
+                       size_t rows, size_t cols);
 
 /* In place, for buffers of n floats (4n bytes), 16-bit d only:
  * pack: the n floats become n 16-bit values in bytes [0, 2n) (bytes [2n, 4n) left unspecified);

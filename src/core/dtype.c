@@ -185,6 +185,33 @@ void dtype_unpack(enum dtype d, const uint16_t *src, float *dst, size_t n) {
     (simd_isa() >= SIMD_AVX512 ? unpack_f16_avx512 : unpack_f16)(src, dst, n);
 }
 
+/* bf16's loops are called directly, so that they inline into the loop over rows. */
+void dtype_pack_rows(enum dtype d, const float *src, size_t src_stride, uint16_t *dst, size_t dst_stride, size_t rows,
+                     size_t cols) {
+  check_16bit(d, "dtype_pack_rows");
+  void (*f16)(const float *restrict, uint16_t *restrict, size_t) =
+      simd_isa() >= SIMD_AVX512 ? pack_f16_avx512 : pack_f16;
+  for (size_t r = 0; r < rows; r++) {
+    if (d == DTYPE_BF16)
+      pack_bf16(src + r * src_stride, dst + r * dst_stride, cols);
+    else
+      f16(src + r * src_stride, dst + r * dst_stride, cols);
+  }
+}
+
+void dtype_unpack_rows(enum dtype d, const uint16_t *src, size_t src_stride, float *dst, size_t dst_stride,
+                       size_t rows, size_t cols) {
+  check_16bit(d, "dtype_unpack_rows");
+  void (*f16)(const uint16_t *restrict, float *restrict, size_t) =
+      simd_isa() >= SIMD_AVX512 ? unpack_f16_avx512 : unpack_f16;
+  for (size_t r = 0; r < rows; r++) {
+    if (d == DTYPE_BF16)
+      unpack_bf16(src + r * src_stride, dst + r * dst_stride, cols);
+    else
+      f16(src + r * src_stride, dst + r * dst_stride, cols);
+  }
+}
+
 /* The in-place conversions and fp16's rounding go a block at a time through a buffer on
  * the stack, where the loops above vectorize (an element at a time, GCC sees the overlap
  * and does not: 2-3x slower). The 16-bit side is moved by memcpy, so no byte is read

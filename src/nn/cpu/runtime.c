@@ -47,20 +47,32 @@ void cpu_grad_clip_scale(void *p) {
   *f32(a->scale) = (float)(a->unscale * clip);
 }
 
+/* The sum of x (or of its squares) in double, element i into accumulator i % LANES: the
+ * lanes' chains are independent, so the loop vectorizes and the adds overlap (one chain
+ * waited on each add's latency: the grad norm's sum of squares took 6 ms a step of
+ * shakespeare-char's 10.7M parameters). The lanes are then added pairwise, in one fixed
+ * order: the same bits on every run. */
+enum { LANES = 32 };
+
+static double sum_of(const float *x, size_t n, int squares) {
+  double lane[LANES] = {0};
+  size_t i = 0;
+  for (; i + LANES <= n; i += LANES)
+    for (int j = 0; j < LANES; j++) lane[j] += squares ? (double)x[i + j] * x[i + j] : (double)x[i + j];
+  for (; i < n; i++) lane[i % LANES] += squares ? (double)x[i] * x[i] : (double)x[i];
+  for (int width = LANES / 2; width > 0; width /= 2)
+    for (int j = 0; j < width; j++) lane[j] += lane[j + width];
+  return lane[0];
+}
+
 void cpu_sum(void *p) {
   const struct sum_args *a = p;
-  const float *x = f32(a->x);
-  double sum = 0.0;
-  for (size_t i = 0, n = tensor_numel(&a->x); i < n; i++) sum += x[i];
-  *(double *)a->sum.data += sum;
+  *(double *)a->sum.data += sum_of(f32(a->x), tensor_numel(&a->x), 0);
 }
 
 void cpu_sum_squares(void *p) {
   const struct sum_args *a = p;
-  const float *x = f32(a->x);
-  double sum = 0.0;
-  for (size_t i = 0, n = tensor_numel(&a->x); i < n; i++) sum += (double)x[i] * x[i];
-  *(double *)a->sum.data += sum;
+  *(double *)a->sum.data += sum_of(f32(a->x), tensor_numel(&a->x), 1);
 }
 
 void cpu_fill(void *p) {

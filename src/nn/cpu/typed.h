@@ -72,11 +72,19 @@ static inline void span_put(struct tensor t, size_t first, size_t n, const float
  * after the one before, into buf, rows * cols contiguous floats: a head's slice of an
  * activation, for the products, which take fp32. */
 static inline void rows_in(struct tensor t, size_t first, int rows, int cols, size_t stride, float *buf) {
+  if (t.dtype != DTYPE_F32) {
+    dtype_unpack_rows(t.dtype, (const uint16_t *)t.data + first, stride, buf, (size_t)cols, (size_t)rows, (size_t)cols);
+    return;
+  }
   for (int r = 0; r < rows; r++) span_get(t, first + (size_t)r * stride, (size_t)cols, buf + (size_t)r * cols);
 }
 
 /* The reverse of rows_in: buf's rows stored into t, rounded once if 16-bit. */
 static inline void rows_store(struct tensor t, size_t first, int rows, int cols, size_t stride, const float *buf) {
+  if (t.dtype != DTYPE_F32) {
+    dtype_pack_rows(t.dtype, buf, (size_t)cols, (uint16_t *)t.data + first, stride, (size_t)rows, (size_t)cols);
+    return;
+  }
   for (int r = 0; r < rows; r++) span_put(t, first + (size_t)r * stride, (size_t)cols, buf + (size_t)r * cols);
 }
 
