@@ -63,7 +63,8 @@ pcre2_code *pattern_compile(const char *pattern, char *why, size_t why_size) {
     pcre2_code_free(re);
     return NULL;
   }
-  /* Without a JIT (a platform PCRE2 has none for), pcre2_match interprets: slower, the same. */
-  pcre2_jit_compile(re, PCRE2_JIT_COMPLETE | PCRE2_JIT_PARTIAL_HARD);
   return re;
 }
+
+/* Without a JIT (a platform PCRE2 has none for), pcre2_match interprets: slower, the same. */
+void pattern_jit(pcre2_code *re) { pcre2_jit_compile(re, PCRE2_JIT_COMPLETE | PCRE2_JIT_PARTIAL_HARD); }

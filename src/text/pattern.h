@@ -9,5 +9,7 @@
 
 /* The compiled pattern, or NULL with the reason in why. */
 pcre2_code *pattern_compile(const char *pattern, char *why, size_t why_size);
+/* The compiled pattern made machine code, for speed (the same matches). */
+void pattern_jit(pcre2_code *re);
 
 #endif
