@@ -272,47 +272,48 @@ static void q_tile_backward(const struct backward_args *a, int b, int h, int qi)
   rows_add(a->dq, head_at(hl, hl->qs, b, h) + (size_t)qt.r0 * hl->qs, qt.n, hs, (size_t)hl->qs, dqf, row);
 }
 
-/* Every tile of kv head g in batch b: kv_tile_backward's work for each key tile in turn,
- * and dq of the query heads sharing g added up over those key tiles, in order, in the
- * thread's scratch (group x T x hs floats), as q_tile_backward adds it. */
+/* Every tile of kv head g in batch b in one task: each query tile of each query head
+ * sharing g, widened once, against each key tile it sees, k and v widened once for the
+ * whole head. The sums run in kv_tile_backward's and q_tile_backward's orders (dk and dv
+ * of a key tile over (query head, query tile) in order, dq of a query tile over its key
+ * tiles in order), from the same products: the same bits. Scratch: k, v and their
+ * gradients for the whole head (4 x T x hs floats), a query tile's, p and ds. */
 static void kv_head_backward(const struct backward_args *a, int b, int g) {
   const struct head_layout *hl = a->hl;
   int T = hl->T, hs = hl->hs, group = hl->NH / hl->NKV, nt = tiles_of(T);
   float scale = 1.0f / sqrtf((float)hs);
-  size_t TH = (size_t)ATTENTION_TILE * hs, TT = (size_t)ATTENTION_TILE * ATTENTION_TILE, dq_floats = 0;
-  if (a->dq.data) dq_floats = (size_t)group * T * hs;
-  float *f = cpu_scratch((query_rows_floats(hs) + 4 * TH + 2 * TT + dq_floats) * sizeof(float));
+  size_t TH = (size_t)ATTENTION_TILE * hs, TT = (size_t)ATTENTION_TILE * ATTENTION_TILE, head = (size_t)T * hs;
+  float *f = cpu_scratch((query_rows_floats(hs) + TH + 2 * TT + 4 * head) * sizeof(float));
   struct query_rows x = query_rows_at(f, hs);
-  float *kf = f + query_rows_floats(hs), *vf = kf + TH, *dkf = vf + TH, *dvf = dkf + TH, *p = dvf + TH, *ds = p + TT;
-  float *dq = ds + TT;
-  for (size_t e = 0; e < dq_floats; e++) dq[e] = 0.0f;
-  for (int kj = 0; kj < nt; kj++) {
-    struct tile kt = tile_of(kj, T);
-    size_t kva = head_at(hl, hl->kvs, b, g) + (size_t)kt.r0 * hl->kvs;
-    kv_tile_in(a->k, a->v, kva, kt, hl, kf, vf);
-    for (size_t e = 0; e < 2 * TH; e++) dkf[e] = 0.0f; /* and dvf */
-    for (int h = g * group; h < (g + 1) * group; h++) {
-      for (int qi = kj; qi < nt; qi++) {
-        struct tile qt = tile_of(qi, T);
-        query_rows_in(&x, a->q, a->dout, a->out, a->lse, hl, b, h, qt);
-        probabilities(p, &x, kf, qt, kt, hs, scale);
-        score_grads(ds, p, &x, vf, qt, kt, hs, a->dout.dtype);
+  float *dqf = f + query_rows_floats(hs), *p = dqf + TH, *ds = p + TT;
+  float *kf = ds + TT, *vf = kf + head, *dkf = vf + head, *dvf = dkf + head;
+  size_t kva = head_at(hl, hl->kvs, b, g);
+  rows_in(a->k, kva, T, hs, (size_t)hl->kvs, kf);
+  rows_in(a->v, kva, T, hs, (size_t)hl->kvs, vf);
+  for (size_t e = 0; e < 2 * head; e++) dkf[e] = 0.0f; /* and dvf */
+  for (int h = g * group; h < (g + 1) * group; h++)
+    for (int qi = 0; qi < nt; qi++) {
+      struct tile qt = tile_of(qi, T);
+      query_rows_in(&x, a->q, a->dout, a->out, a->lse, hl, b, h, qt);
+      for (size_t e = 0; e < TH; e++) dqf[e] = 0.0f;
+      for (int kj = 0; kj <= qi; kj++) {
+        struct tile kt = tile_of(kj, T);
+        const float *k = kf + (size_t)kt.r0 * hs, *v = vf + (size_t)kt.r0 * hs;
+        probabilities(p, &x, k, qt, kt, hs, scale);
+        score_grads(ds, p, &x, v, qt, kt, hs, a->dout.dtype);
         if (a->dv.data) {
           for (int r = 0; r < qt.n; r++) dtype_round(a->dout.dtype, p + (size_t)r * ATTENTION_TILE, (size_t)kt.n);
-          onednn_sgemm(1, 0, kt.n, hs, qt.n, 1.0f, p, ATTENTION_TILE, x.dout, hs, 1.0f, dvf, hs);
+          onednn_sgemm(1, 0, kt.n, hs, qt.n, 1.0f, p, ATTENTION_TILE, x.dout, hs, 1.0f, dvf + (size_t)kt.r0 * hs, hs);
         }
-        if (a->dk.data) onednn_sgemm(1, 0, kt.n, hs, qt.n, scale, ds, ATTENTION_TILE, x.q, hs, 1.0f, dkf, hs);
-        if (a->dq.data) {
-          float *dqf = dq + ((size_t)(h - g * group) * T + (size_t)qt.r0) * hs;
-          onednn_sgemm(0, 0, qt.n, hs, kt.n, scale, ds, ATTENTION_TILE, kf, hs, 1.0f, dqf, hs);
-        }
+        if (a->dk.data)
+          onednn_sgemm(1, 0, kt.n, hs, qt.n, scale, ds, ATTENTION_TILE, x.q, hs, 1.0f, dkf + (size_t)kt.r0 * hs, hs);
+        if (a->dq.data) onednn_sgemm(0, 0, qt.n, hs, kt.n, scale, ds, ATTENTION_TILE, k, hs, 1.0f, dqf, hs);
       }
+      if (a->dq.data)
+        rows_add(a->dq, head_at(hl, hl->qs, b, h) + (size_t)qt.r0 * hl->qs, qt.n, hs, (size_t)hl->qs, dqf, x.q);
     }
-    if (a->dk.data) rows_add(a->dk, kva, kt.n, hs, (size_t)hl->kvs, dkf, x.q);
-    if (a->dv.data) rows_add(a->dv, kva, kt.n, hs, (size_t)hl->kvs, dvf, x.q);
-  }
-  for (int h = g * group; a->dq.data && h < (g + 1) * group; h++)
-    rows_add(a->dq, head_at(hl, hl->qs, b, h), T, hs, (size_t)hl->qs, dq + (size_t)(h - g * group) * T * hs, x.q);
+  if (a->dk.data) rows_add(a->dk, kva, T, hs, (size_t)hl->kvs, dkf, x.q);
+  if (a->dv.data) rows_add(a->dv, kva, T, hs, (size_t)hl->kvs, dvf, x.q);
 }
 
 /* One pass where the (batch, kv head) pairs are at least twice the threads; two, over
