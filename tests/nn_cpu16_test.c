@@ -27,8 +27,8 @@
  * treat specially (NaNs with payloads, infinities, subnormals, fp16's overflow) go
  * through the kernels. Last, the
  * kernels with an AVX-512 path (the norms' row sums, AdamW) must give the same bits on
- * their scalar path (fsdp/simd.h), in every dtype, and the attention's backward the same
- * bits in one pass as in two (src/nn/cpu/attention.c: which one runs depends on the
+ * their scalar path (fsdp/simd.h), in every dtype, and the attention the same bits in
+ * each of its task layouts (src/nn/cpu/attention.c: which one runs depends on the
  * threads). */
 #include <math.h>
 #include <omp.h>
@@ -523,8 +523,9 @@ static void test_adamw_paths(size_t n) {
   free(param0), free(grad), free(m0), free(v0);
 }
 
-/* Llama's attention backward (GPT-2's packed one is the same code) over B x NKV (batch, kv
- * head) pairs: one pass on one thread, two passes on as many threads as pairs. */
+/* Llama's attention (GPT-2's packed one is the same code) over B x NKV (batch, kv head)
+ * pairs, on one thread and on as many threads as pairs: the forward a task a pair and a
+ * task a query tile, the backward in one pass and in two. */
 static void test_attention_passes(enum dtype d, int B, int T, int NH, int NKV, int hd) {
   size_t nq = (size_t)B * T * NH * hd, nkv = (size_t)B * T * NKV * hd, nlse = (size_t)B * NH * T;
   void *q = random_in(d, nq, 1.0f, 0.0f, 0), *k = random_in(d, nkv, 1.0f, 0.0f, 0);
@@ -537,9 +538,25 @@ static void test_attention_passes(enum dtype d, int B, int T, int NH, int NKV, i
   struct tensor v4 = shaped(v, d, SHAPE((size_t)B, (size_t)T, (size_t)NKV, (size_t)hd));
   struct tensor o = shaped(out, d, SHAPE((size_t)B * T, (size_t)NH * hd));
   struct tensor l = shaped(lse, DTYPE_F32, SHAPE((size_t)B, (size_t)NH, (size_t)T));
-  nn_gqa_attention_forward(&cpu, o, l, q4, k4, v4);
-  void *run[2][3];
+  void *forward[2][2];
   int threads = omp_get_max_threads();
+  for (int passes = 1; passes <= 2; passes++) {
+    omp_set_num_threads(passes == 1 ? 1 : B * NKV);
+    forward[passes - 1][0] = copy_of(out, nq * dtype_size(d)), forward[passes - 1][1] = copy_of(lse, nlse * 4);
+    nn_gqa_attention_forward(&cpu, shaped(forward[passes - 1][0], d, SHAPE((size_t)B * T, (size_t)NH * hd)),
+                             shaped(forward[passes - 1][1], DTYPE_F32, SHAPE((size_t)B, (size_t)NH, (size_t)T)), q4,
+                             k4, v4);
+  }
+  for (int f = 0; f < 2; f++) {
+    checks++;
+    int same = memcmp(forward[0][f], forward[1][f], f ? nlse * 4 : nq * dtype_size(d)) == 0;
+    printf("%-5s attention forward %s, B %d T %d NH %d NKV %d hd %d: %s\n", dtype_name(d), f ? "lse" : "out", B, T,
+           NH, NKV, hd, same ? "a task a pair and a task a tile alike" : "a task a pair and a task a tile DIFFER");
+    if (!same) failures++;
+  }
+  memcpy(out, forward[0][0], nq * dtype_size(d)), memcpy(lse, forward[0][1], nlse * 4);
+  for (int f = 0; f < 2; f++) free(forward[f][0]), free(forward[f][1]);
+  void *run[2][3];
   for (int passes = 1; passes <= 2; passes++) {
     omp_set_num_threads(passes == 1 ? 1 : B * NKV);
     for (int g = 0; g < 3; g++) run[passes - 1][g] = copy_of(grads[g], bytes[g]);
@@ -597,7 +614,7 @@ int main(void) {
    * runs the kernels on one thread, and the two passes need several. */
   const char *sanitizer = getenv("FSDP_SANITIZER");
   if (sanitizer && strcmp(sanitizer, "thread") == 0)
-    printf("one thread under the thread sanitizer: the attention's two backward passes are not compared\n");
+    printf("one thread under the thread sanitizer: the attention's task layouts are not compared\n");
   else
     for (size_t i = 0; i < sizeof ALL / sizeof ALL[0]; i++) {
       test_attention_passes(ALL[i], 2, 150, 6, 2, 16); /* three tiles, the last partial; groups of three */

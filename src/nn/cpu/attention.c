@@ -14,9 +14,11 @@
  * two passes so that each gradient has one writer: per kv tile (dk and dv, summed over
  * the query heads sharing it), then per query tile (dq): no atomics, the same bits for
  * any thread count. Where there are enough (batch, kv head) pairs to keep the threads
- * busy, one task a pair does both passes' work in one (kv_head_backward), each tile's
- * probabilities and score gradients computed once instead of twice, with every sum in
- * the same order: the same bits. A tile's operands are widened into the thread's scratch and its
+ * busy, one task a pair widens the pair's k and v once and runs every query tile of its
+ * query heads against them (kv_head_forward), and does both backward passes' work in one
+ * (kv_head_backward), each query tile widened once and each tile's probabilities and
+ * score gradients computed once instead of twice, with every sum in the same order: the
+ * same bits. A tile's operands are widened into the thread's scratch and its
  * products are oneDNN's fp32 sgemm (16-bit values multiply exactly in fp32, so this is a
  * 16-bit product with fp32 accumulation); measured in docs/benchmarks.md. */
 #include <math.h>
@@ -66,20 +68,20 @@ static void kv_tile_in(struct tensor k, struct tensor v, size_t first, struct ti
 
 /* ---- Forward ---- */
 
-/* Scratch floats of a forward task: q, k, v, acc (TILE x hs), s (TILE x TILE), m, l. */
+/* Scratch floats of a forward tile: q, k, v, acc (TILE x hs), s (TILE x TILE), m, l. */
 static size_t forward_floats(int hs) {
   return 4 * (size_t)ATTENTION_TILE * hs + (size_t)ATTENTION_TILE * ATTENTION_TILE + 2 * ATTENTION_TILE;
 }
 
-/* Query tile qi of head h in batch b. */
+/* Query tile qi of head h in batch b, in scratch (forward_floats), against the kv head's
+ * k and v widened whole in kv (T x hs each, k then v), or, without it, tile by tile. */
 static void forward_tile(struct tensor out, struct tensor lse, struct tensor q, struct tensor k, struct tensor v,
-                         const struct head_layout *hl, int b, int h, int qi) {
+                         const struct head_layout *hl, int b, int h, int qi, float *scratch, const float *kv) {
   int T = hl->T, hs = hl->hs, os = hl->NH * hs;
   size_t TH = (size_t)ATTENTION_TILE * hs;
   float scale = 1.0f / sqrtf((float)hs);
-  float *qf = cpu_scratch(forward_floats(hs) * sizeof(float));
-  float *kf = qf + TH, *vf = kf + TH, *acc = vf + TH, *s = acc + TH, *m = s + (size_t)ATTENTION_TILE * ATTENTION_TILE;
-  float *l = m + ATTENTION_TILE;
+  float *qf = scratch, *kf = qf + TH, *vf = kf + TH, *acc = vf + TH, *s = acc + TH;
+  float *m = s + (size_t)ATTENTION_TILE * ATTENTION_TILE, *l = m + ATTENTION_TILE;
   struct tile qt = tile_of(qi, T);
   size_t kva = head_at(hl, hl->kvs, b, h / (hl->NH / hl->NKV));
   rows_in(q, head_at(hl, hl->qs, b, h) + (size_t)qt.r0 * hl->qs, qt.n, hs, (size_t)hl->qs, qf);
@@ -87,8 +89,12 @@ static void forward_tile(struct tensor out, struct tensor lse, struct tensor q, 
   for (size_t e = 0; e < (size_t)qt.n * hs; e++) acc[e] = 0.0f;
   for (int kj = 0; kj <= qi; kj++) {
     struct tile kt = tile_of(kj, T);
-    kv_tile_in(k, v, kva + (size_t)kt.r0 * hl->kvs, kt, hl, kf, vf);
-    scores(s, qf, kf, qt, kt, hs, scale);
+    const float *kt_k = kf, *kt_v = vf;
+    if (kv)
+      kt_k = kv + (size_t)kt.r0 * hs, kt_v = kv + (size_t)T * hs + (size_t)kt.r0 * hs;
+    else
+      kv_tile_in(k, v, kva + (size_t)kt.r0 * hl->kvs, kt, hl, kf, vf);
+    scores(s, qf, kt_k, qt, kt, hs, scale);
     for (int r = 0; r < qt.n; r++) {
       float *row = s + (size_t)r * ATTENTION_TILE, mx = m[r], sum = 0.0f;
       int seen = visible(qt, kt, r);
@@ -106,7 +112,7 @@ static void forward_tile(struct tensor out, struct tensor lse, struct tensor q, 
       for (int e = 0; e < hs; e++) acc[(size_t)r * hs + e] *= rescale;
       dtype_round(out.dtype, row, (size_t)kt.n);
     }
-    onednn_sgemm(0, 0, qt.n, hs, kt.n, 1.0f, s, ATTENTION_TILE, vf, hs, 1.0f, acc, hs);
+    onednn_sgemm(0, 0, qt.n, hs, kt.n, 1.0f, s, ATTENTION_TILE, kt_v, hs, 1.0f, acc, hs);
   }
   size_t la = ((size_t)b * hl->NH + h) * T + (size_t)qt.r0;
   for (int r = 0; r < qt.n; r++) {
@@ -117,14 +123,37 @@ static void forward_tile(struct tensor out, struct tensor lse, struct tensor q, 
   rows_store(out, head_at(hl, os, b, h) + (size_t)qt.r0 * os, qt.n, hs, (size_t)os, acc);
 }
 
-/* The tasks run the most expensive query tiles (the last, which see every key) first. */
+/* Every query tile of every query head of kv head g in batch b, k and v widened once. */
+static void kv_head_forward(struct tensor out, struct tensor lse, struct tensor q, struct tensor k, struct tensor v,
+                            const struct head_layout *hl, int b, int g) {
+  int T = hl->T, hs = hl->hs, group = hl->NH / hl->NKV;
+  size_t head = (size_t)T * hs;
+  float *kv = cpu_scratch((2 * head + forward_floats(hs)) * sizeof(float)), *scratch = kv + 2 * head;
+  size_t kva = head_at(hl, hl->kvs, b, g);
+  rows_in(k, kva, T, hs, (size_t)hl->kvs, kv);
+  rows_in(v, kva, T, hs, (size_t)hl->kvs, kv + head);
+  for (int h = g * group; h < (g + 1) * group; h++)
+    for (int qi = 0; qi < tiles_of(T); qi++) forward_tile(out, lse, q, k, v, hl, b, h, qi, scratch, kv);
+}
+
+/* A task a (batch, kv head) pair where they are at least twice the threads; else a task a
+ * query tile, the most expensive (the last, which see every key) first. Each tile's
+ * arithmetic is the same either way: the same bits. */
 static void attention_forward(struct tensor out, struct tensor lse, struct tensor q, struct tensor k,
                               struct tensor v, const struct head_layout *hl) {
   int nt = tiles_of(hl->T);
+  if (hl->B * hl->NKV >= 2 * omp_get_max_threads()) {
+#pragma omp parallel for collapse(2) schedule(dynamic)
+    for (int b = 0; b < hl->B; b++)
+      for (int g = 0; g < hl->NKV; g++) kv_head_forward(out, lse, q, k, v, hl, b, g);
+    return;
+  }
 #pragma omp parallel for collapse(3) schedule(dynamic)
   for (int i = 0; i < nt; i++)
     for (int b = 0; b < hl->B; b++)
-      for (int h = 0; h < hl->NH; h++) forward_tile(out, lse, q, k, v, hl, b, h, nt - 1 - i);
+      for (int h = 0; h < hl->NH; h++)
+        forward_tile(out, lse, q, k, v, hl, b, h, nt - 1 - i, cpu_scratch(forward_floats(hl->hs) * sizeof(float)),
+                     NULL);
 }
 
 /* ---- Backward ---- */
