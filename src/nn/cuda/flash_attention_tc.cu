@@ -255,6 +255,30 @@ static __global__ void __launch_bounds__(TC_THREADS)
  * (registers: hd 128's sums take 128 a lane in the key pass). */
 static const int HALF = TILE / 2, HALF_TILES = HALF / 8;
 
+/* A warp's sums against the 32 columns from c0 of the other side's tile: s += x y^T and
+ * dp += dx dy^T, x and dx this warp's 16 rows (from w0), y and dy the columns' rows: in the
+ * key pass x, y, dx, dy are k, q, v, dout (s and dp transposed); in the dq pass q, k,
+ * dout, v. */
+template <typename T, int HD>
+static __device__ void scores_and_dp(float s[HALF_TILES][4], float dp[HALF_TILES][4], const T *x, const T *y,
+                                     const T *dx, const T *dy, int w0, int c0, int lane) {
+  const int LD = HD + 8;
+#pragma unroll
+  for (int kk = 0; kk < HD / 16; kk++) {
+    uint32_t xa[4], dxa[4];
+    load_a(xa, x, LD, w0, 16 * kk, lane);
+    load_a(dxa, dx, LD, w0, 16 * kk, lane);
+#pragma unroll
+    for (int j = 0; j < HALF_TILES; j++) {
+      uint32_t b0, b1;
+      load_b_of_rows(b0, b1, y, LD, 16 * kk, c0 + 8 * j, lane);
+      mma(s[j], xa, b0, b1, T());
+      load_b_of_rows(b0, b1, dy, LD, 16 * kk, c0 + 8 * j, lane);
+      mma(dp[j], dxa, b0, b1, T());
+    }
+  }
+}
+
 template <typename T, int HD>
 static size_t backward_smem() {
   return (size_t)4 * TILE * (HD + 8) * sizeof(T) + 2 * TILE * sizeof(float);
@@ -268,7 +292,7 @@ static __global__ void __launch_bounds__(TC_THREADS)
     flash_backward_kv_tc_kernel(struct gpu_buf dk, struct gpu_buf dv, struct gpu_buf dout, struct gpu_buf q,
                                 struct gpu_buf k, struct gpu_buf v, struct gpu_buf out, const float *lse,
                                 struct gpu_attention_layout l, float scale) {
-  const int LD = HD + 8, KSTEPS = HD / 16, OTILES = HD / 8;
+  const int LD = HD + 8, OTILES = HD / 8;
   extern __shared__ __align__(128) float smem[];
   T *ks = (T *)smem, *vs = ks + TILE * LD, *qs = vs + TILE * LD, *dos = qs + TILE * LD;
   float *D = (float *)(dos + TILE * LD), *lse_s = D + TILE;
@@ -294,20 +318,7 @@ static __global__ void __launch_bounds__(TC_THREADS)
       for (int half = 0; half < 2; half++) {
         int c0 = half * HALF;
         float s[HALF_TILES][4] = {}, dp[HALF_TILES][4] = {};
-#pragma unroll
-        for (int kk = 0; kk < KSTEPS; kk++) {
-          uint32_t ka[4], va[4];
-          load_a(ka, ks, LD, w0, 16 * kk, lane);
-          load_a(va, vs, LD, w0, 16 * kk, lane);
-#pragma unroll
-          for (int j = 0; j < HALF_TILES; j++) {
-            uint32_t b0, b1;
-            load_b_of_rows(b0, b1, qs, LD, 16 * kk, c0 + 8 * j, lane);
-            mma(s[j], ka, b0, b1, T());
-            load_b_of_rows(b0, b1, dos, LD, 16 * kk, c0 + 8 * j, lane);
-            mma(dp[j], va, b0, b1, T());
-          }
-        }
+        scores_and_dp<T, HD>(s, dp, ks, qs, vs, dos, w0, c0, lane);
 #pragma unroll
         for (int j = 0; j < HALF_TILES; j++)
 #pragma unroll
@@ -358,7 +369,7 @@ static __global__ void __launch_bounds__(TC_THREADS)
     flash_backward_q_tc_kernel(struct gpu_buf dq, struct gpu_buf dout, struct gpu_buf q, struct gpu_buf k,
                                struct gpu_buf v, struct gpu_buf out, const float *lse, struct gpu_attention_layout l,
                                float scale) {
-  const int LD = HD + 8, KSTEPS = HD / 16, OTILES = HD / 8;
+  const int LD = HD + 8, OTILES = HD / 8;
   extern __shared__ __align__(128) float smem[];
   T *ks = (T *)smem, *vs = ks + TILE * LD, *qs = vs + TILE * LD, *dos = qs + TILE * LD;
   float *D = (float *)(dos + TILE * LD), *lse_s = D + TILE;
@@ -385,20 +396,7 @@ static __global__ void __launch_bounds__(TC_THREADS)
     for (int half = 0; half < 2; half++) {
       int c0 = half * HALF;
       float s[HALF_TILES][4] = {}, dp[HALF_TILES][4] = {};
-#pragma unroll
-      for (int kk = 0; kk < KSTEPS; kk++) {
-        uint32_t qa_f[4], da[4];
-        load_a(qa_f, qs, LD, w0, 16 * kk, lane);
-        load_a(da, dos, LD, w0, 16 * kk, lane);
-#pragma unroll
-        for (int j = 0; j < HALF_TILES; j++) {
-          uint32_t b0, b1;
-          load_b_of_rows(b0, b1, ks, LD, 16 * kk, c0 + 8 * j, lane);
-          mma(s[j], qa_f, b0, b1, T());
-          load_b_of_rows(b0, b1, vs, LD, 16 * kk, c0 + 8 * j, lane);
-          mma(dp[j], da, b0, b1, T());
-        }
-      }
+      scores_and_dp<T, HD>(s, dp, qs, ks, dos, vs, w0, c0, lane);
 #pragma unroll
       for (int j = 0; j < HALF_TILES; j++)
 #pragma unroll
