@@ -8,11 +8,12 @@ llm.c token files. Standard library only.
   tokenizer_files.py show FILE        an llm.c token file: "magic version count", then the ids
 """
 import json
+import os
 import struct
 import sys
 
-LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-                  r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from hf_bpe import LLAMA3_PATTERN  # noqa: E402
 MERGES = [(" ", "t"), ("h", "e"), (" t", "he"), ("i", "n"), (" ", "a"), ("e", "r"), ("o", "n"), ("\n", "\n")]
 
 
