@@ -34,12 +34,24 @@ static __device__ double block_sum(double acc) {
   return acc;
 }
 
+/* A thread's share in SUM_LANES sums, each fed by its own load, so that SUM_LANES loads are
+ * in flight (one left the norm's pass at 1.2 TB/s on an H100: ncu, docs/benchmarks.md),
+ * then added in a fixed order. */
+static const int SUM_LANES = 4;
+static_assert(SUM_LANES == 4, "partial_sums_kernel adds its lanes pairwise, as four");
+
 static __global__ void partial_sums_kernel(double *partials, const float *x, size_t n, int squares) {
-  double acc = 0.0;
-  GRID_STRIDE(i, 0, n) {
-    double v = x[i];
-    acc += squares ? v * v : v;
+  double lane[SUM_LANES] = {};
+  size_t stride = (size_t)gridDim.x * blockDim.x, i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  for (; i + (SUM_LANES - 1) * stride < n; i += SUM_LANES * stride) {
+    float v[SUM_LANES];
+#pragma unroll
+    for (int k = 0; k < SUM_LANES; k++) v[k] = x[i + k * stride];
+#pragma unroll
+    for (int k = 0; k < SUM_LANES; k++) lane[k] += squares ? (double)v[k] * v[k] : (double)v[k];
   }
+  for (; i < n; i += stride) lane[0] += squares ? (double)x[i] * x[i] : (double)x[i];
+  double acc = (lane[0] + lane[1]) + (lane[2] + lane[3]);
   acc = block_sum(acc);
   if (threadIdx.x == 0) partials[blockIdx.x] = acc;
 }
