@@ -95,6 +95,19 @@ expect "an unknown document token" "--document-token '<|eot|>' is not an added t
   --document-token '<|eot|>' -o "$tmp/x.bin" "$tmp/d1.txt"
 expect "no document token" "has neither <|begin_of_text|> nor <|endoftext|>" tokenize --tokenizer "$tmp/plain.json" \
   -o "$tmp/x.bin" "$tmp/d1.txt"
+# A pattern whose only match before 'd' is empty (a lookahead, which PCRE2's minimum
+# length counts): found by fuzzing, it looped forever; refused, and no .tmp left.
+"$PYTHON" - "$tmp/big.json" "$tmp/lookahead.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(?=d)|\\n"
+json.dump(t, open(sys.argv[2], "w"))
+PY
+printf 'and' >"$tmp/d3.txt"
+expect "a pattern that matches the empty string" "--tokenizer '$tmp/lookahead.json': the pre-tokenizer's pattern \
+matched the empty string" tokenize --tokenizer "$tmp/lookahead.json" -o "$tmp/x.bin" "$tmp/d1.txt" "$tmp/d3.txt"
+[ ! -e "$tmp/x.bin" ] && [ ! -e "$tmp/x.bin.tmp" ] && ok "nothing left by an error in the middle of the text" ||
+  fail "an error while encoding left a file"
 
 # Text -> tokens -> train: the token file and the text through --tokenizer train alike.
 MODEL="--model gpt2-tiny --n-layer 2 --n-embd 64 --n-head 2 --vocab-size 272 --block-size 32"

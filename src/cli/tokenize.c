@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "fsdp/cli.h"
 #include "fsdp/error.h"
@@ -146,6 +145,16 @@ struct token_output {
   size_t used;
 };
 
+/* The temporary file of the output being written, removed when the job ends on an error
+ * (a bad pattern met mid-text, a full disk): the real name is never touched before the
+ * commit, and no half-written file is left beside it. */
+static const char *partial_output;
+
+static void remove_partial_output(int exit_code) {
+  (void)exit_code;
+  if (partial_output) remove(partial_output);
+}
+
 static void output_flush(struct token_output *out) {
   file_commit_write(out->fd, out->tmp, out->buffer, out->used);
   out->used = 0;
@@ -171,6 +180,8 @@ static void output_open(struct token_output *out, const char *path, int vocab_si
   out->version = out->width == 2 ? 1 : 7;
   out->tmp = file_commit_temp_path(path);
   out->fd = file_commit_create(out->tmp);
+  partial_output = out->tmp;
+  fsdp_set_abort_handler(remove_partial_output);
   out->buffer = fsdp_xmalloc(OUTPUT_BUFFER_BYTES);
   unsigned char header[LLMC_HEADER_INTS * 4] = {0}; /* the real one once the count is known */
   file_commit_write(out->fd, out->tmp, header, sizeof header);
@@ -184,6 +195,7 @@ static void output_finish(struct token_output *out) {
     for (int b = 0; b < 4; b++) header[4 * f + b] = (unsigned char)(fields[f] >> (8 * b));
   file_commit_write_at(out->fd, out->tmp, header, sizeof header, 0);
   file_commit_finish(out->fd, out->tmp, out->path);
+  partial_output = NULL;
   free(out->tmp);
   free(out->buffer);
 }
@@ -211,11 +223,8 @@ int fsdp_tokenize_main(int argc, char **argv) {
   struct text_stream *s = text_stream_create(e, 0, token, output_ids, &out);
   for (int i = 0; i < o.n_files; i++) text_input_file(s, "input", o.files[i], &o.separator, &progress);
   text_stream_finish(s);
-  if (out.count == 0) { /* no token file at all rather than one that training refuses */
-    close(out.fd);
-    remove(out.tmp);
+  if (out.count == 0) /* no token file at all rather than one that training refuses (the .tmp removed) */
     fsdp_fatal("the input files hold no text: nothing written to '%s'", o.output);
-  }
   output_finish(&out);
   text_progress_done(&progress);
   double seconds = (time_now_ms() - start) / 1000.0;

@@ -136,9 +136,16 @@ enum scan_result scanner_next(struct scanner *s, struct piece *p) {
     if (rc < 0) {
       PCRE2_UCHAR why[256];
       pcre2_get_error_message(rc, why, sizeof why);
-      fsdp_fatal("the tokenizer's pre-tokenizer pattern failed on the text: %s", why);
+      fsdp_fatal("%s: the pre-tokenizer's pattern failed on the text: %s", s->t->name, why);
     }
     const PCRE2_SIZE *range = pcre2_get_ovector_pointer(s->match);
+    /* The load refuses a pattern PCRE2 says can match nothing, but PCRE2's bound counts a
+     * lookahead's characters ((?=d) has a minimum length of 1): an empty match, met here,
+     * would never move on. */
+    if (range[0] == range[1])
+      fsdp_fatal("%s: the pre-tokenizer's pattern matched the empty string in the text (a lookahead alone?): "
+                 "a pattern that can match nothing is not supported",
+                 s->t->name);
     if (range[0] > 0) { /* bytes before the match: a piece of their own, then the match */
       s->pending = 1;
       s->pending_end = pos + range[1];

@@ -26,6 +26,7 @@ struct text_tokenizer {
   pcre2_code *pattern;       /* the pre-tokenizer's, JIT-compiled, complete and partial */
   struct added_tokens added;
   int document_token;
+  char name[288]; /* "WHAT 'PATH'", as load errors name the file: for errors while encoding */
 };
 
 #endif

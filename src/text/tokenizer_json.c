@@ -330,6 +330,7 @@ static void read_merges(const struct loader *l, const cJSON *merges) {
 
 struct text_tokenizer *text_tokenizer_load(const char *what, const char *path) {
   struct loader l = {what, path, fsdp_xcalloc(1, sizeof(struct text_tokenizer))};
+  snprintf(l.t->name, sizeof l.t->name, "%s '%s'", what, path);
   size_t length;
   char *text = input_file_read_all(what, path, INPUT_JSON_MAX_BYTES, &length);
   cJSON *root = cJSON_ParseWithLength(text, length);
