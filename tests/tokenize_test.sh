@@ -108,6 +108,10 @@ expect "a pattern that matches the empty string" "--tokenizer '$tmp/lookahead.js
 matched the empty string" tokenize --tokenizer "$tmp/lookahead.json" -o "$tmp/x.bin" "$tmp/d1.txt" "$tmp/d3.txt"
 [ ! -e "$tmp/x.bin" ] && [ ! -e "$tmp/x.bin.tmp" ] && ok "nothing left by an error in the middle of the text" ||
   fail "an error while encoding left a file"
+# cJSON takes raw control characters in strings, and a NUL cut that pattern unseen.
+printf '{"model": {"type": "BP\000E"}}' >"$tmp/nul.json"
+expect "a NUL byte in a tokenizer.json" "--tokenizer '$tmp/nul.json': is not JSON (a NUL byte at byte 22)" tokenize \
+  --tokenizer "$tmp/nul.json" -o "$tmp/x.bin" "$tmp/d1.txt"
 
 # Text -> tokens -> train: the token file and the text through --tokenizer train alike.
 MODEL="--model gpt2-tiny --n-layer 2 --n-embd 64 --n-head 2 --vocab-size 272 --block-size 32"

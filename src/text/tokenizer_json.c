@@ -333,6 +333,10 @@ struct text_tokenizer *text_tokenizer_load(const char *what, const char *path) {
   snprintf(l.t->name, sizeof l.t->name, "%s '%s'", what, path);
   size_t length;
   char *text = input_file_read_all(what, path, INPUT_JSON_MAX_BYTES, &length);
+  /* JSON has no raw control characters, which cJSON lets through in strings: a NUL there
+   * would cut the string short unseen (fuzzing's pattern was cut so). */
+  const char *nul = memchr(text, 0, length);
+  if (nul) fail(&l, "is not JSON (a NUL byte at byte %ld)", (long)(nul - text));
   cJSON *root = cJSON_ParseWithLength(text, length);
   if (!root) fail(&l, "is not JSON (it goes wrong at byte %ld)", (long)(cJSON_GetErrorPtr() - text));
   free(text);
