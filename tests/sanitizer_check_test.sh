@@ -38,6 +38,18 @@ $S "
 { report cudaFuncGetAttributes "$NCCL"; echo "$S ERROR SUMMARY: 5 errors"; } > "$tmp/limit.log"
 echo "$S RACECHECK SUMMARY: 3 hazards displayed (1 error, 2 warnings)" > "$tmp/hazards.log"
 echo "$S RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)" > "$tmp/race.log"
+# race KERNEL KERNEL: one racecheck report, as CUDA 13.0's prints it on an H100.
+race() {
+  echo "$S Error: Race reported between Read access at $1+0xb00"
+  echo "$S     and Write access at $2+0x2df0 [384 hazards]"
+  echo "$S "
+}
+{ race nvjet_sm90_tst_64x32_64x16_2x4_h_bz_bias_TNT nvjet_sm90_tst_64x32_64x16_2x4_h_bz_bias_TNT
+  race nvjet_sm90_tst_192x192_64x3_2x1_v_badd_coopB_NTN nvjet_sm90_tst_192x192_64x3_2x1_v_badd_coopB_NTN
+  echo "$S RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)"; } > "$tmp/cublaslt.log"
+{ race nvjet_sm90_tst_64x32_64x16_2x4_h_bz_bias_TNT nvjet_sm90_tst_64x32_64x16_2x4_h_bz_bias_TNT
+  race "void flash_forward_tc_kernel<__nv_bfloat16, 64>(gpu_buf)" nvjet_sm90_tst_64x32_64x16_2x4_h_bz_bias_TNT
+  echo "$S RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)"; } > "$tmp/ours_race.log"
 { echo "$S COMPUTE-SANITIZER"; echo "step     1/2 | loss 5.5470"; } > "$tmp/cut.log"
 { echo "$S ERROR SUMMARY: 0 errors"; echo "$S ERROR SUMMARY: 0 errors"; } > "$tmp/two.log"
 
@@ -60,6 +72,8 @@ expect ours 1 "1 errors"
 expect limit 1 "4 errors (1 known NCCL reports left out)"
 expect hazards 1 "3 hazards (1 errors, 2 warnings)"
 expect race 0 "clean"
+expect cublaslt 0 "clean (2 hazards inside cuBLASLt's kernels left out)"
+expect ours_race 1 "2 hazards (2 errors, 0 warnings)"
 expect cut 1 "no summary from 1 of 1 processes"
 expect two 0 "clean" --processes 2
 expect two 1 "no summary from 1 of 3 processes" --processes 3

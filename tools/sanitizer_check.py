@@ -14,6 +14,11 @@ NCCL expects it and goes on. compute-sanitizer can only silence API errors as a 
 error 209 whose first host frame is ncclInitKernelsForDevice. Reports not printed (past
 --print-limit) cannot be told apart and count as errors.
 
+racecheck's hazards are left out only when every race it printed lies inside cuBLASLt's
+own Hopper kernels (named nvjet_...), whose asynchronous copies (TMA, mbarriers) racecheck
+does not follow: on an H100 it reported 17 in a GPT-2 bf16 step, all in those kernels. A
+race that names any other kernel, or hazards with none printed, count as they are.
+
 Usage: sanitizer_check.py LOG [--processes N]"""
 import argparse
 import re
@@ -23,6 +28,15 @@ ERRORS = re.compile(r"^=+ ERROR SUMMARY: (\d+) errors?")
 HAZARDS = re.compile(r"^=+ RACECHECK SUMMARY: (\d+) hazards? displayed \((\d+) errors?, (\d+) warnings?\)")
 KNOWN = "(error 209)"
 KNOWN_FRAME = "ncclInitKernelsForDevice"
+# "Error: Race reported between Read access at KERNEL+0xb00" / "    and Write access at KERNEL+0x2df0 [...]"
+RACE_ACCESS = re.compile(r"(?:Race reported between|^=+\s+and) \w+ access at (.+)\+0x[0-9a-fA-F]+")
+CUBLASLT_KERNEL = "nvjet_"
+
+
+def races_in_cublaslt_only(lines):
+    """True when racecheck printed races and every one of their accesses is in cuBLASLt's kernels."""
+    kernels = [m.group(1) for m in map(RACE_ACCESS.search, lines) if m]
+    return bool(kernels) and all(k.startswith(CUBLASLT_KERNEL) for k in kernels)
 
 
 def known_reports(lines):
@@ -52,6 +66,8 @@ def verdict(lines, processes):
     known = known_reports(lines)
     if summaries < processes:
         return False, f"no summary from {processes - summaries} of {processes} processes"
+    if hazards and races_in_cublaslt_only(lines):
+        return True, f"clean ({hazards} hazards inside cuBLASLt's kernels left out)"
     if hazards:
         return False, f"{hazards} hazards ({race_errors} errors, {warnings} warnings)"
     errors -= known
