@@ -1,15 +1,18 @@
 /* The tokenizer library (fsdp/text.h) on small tokenizer.json files the test writes: the
  * ids of known texts (merges by rank, added tokens, ignore_merges, pieces of invalid
  * UTF-8), decode(encode(x)) == x for random bytes, the same ids on any number of threads,
- * parts and windows, long pieces, and every malformed tokenizer.json refused by name
- * (in a child process, since the refusal ends it). Hugging Face's own ids are compared
+ * parts and windows, long pieces, every malformed tokenizer.json refused by name (in a
+ * child process, since the refusal ends it), and a refusal met on a helper thread raised
+ * on the calling one. Hugging Face's own ids are compared
  * by tokenizer_hf_test.sh. */
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "child_stderr.h"
+#include "fsdp/error.h"
 #include "fsdp/output_file.h"
 #include "fsdp/text.h"
 #include "temp_files.h"
@@ -390,6 +393,45 @@ static char *edited(const char *json, const char *from, const char *to) {
   return out;
 }
 
+/* A refusal while encoding (a piece the pattern matches as empty) met on any of the
+ * encoder's threads reaches the calling thread's catch point, and the encoder encodes
+ * the next text as before: its helper threads were left waiting, not mid-scan. */
+static void test_refusal_on_helpers(void) {
+  char *llama = tokenizer_json(&(struct json_options){LLAMA3, 1});
+  char *json = edited(llama, LLAMA3_PATTERN, "(?=d)|\\\\n"); /* empty before a "d" */
+  const char *path = temp_file_write("lookahead.json", json, strlen(json));
+  struct text_tokenizer *t = text_tokenizer_load("--tokenizer", path);
+  char bad[4000] = "", good[4000] = "";
+  for (int line = 0; line < 100; line++) {
+    strcat(bad, "abc 1d\n");
+    strcat(good, "abc 12\n");
+  }
+  struct token_vec want = encode(t, good, strlen(good), 1, 0);
+  struct text_encoder *e = text_encoder_create(t, 3, 7);
+  for (int round = 0; round < 20; round++) {
+    struct token_vec v = {0};
+    struct fsdp_catch refused;
+    volatile int caught = 0;
+    if (setjmp(refused.jump) == 0) {
+      fsdp_catch_set(&refused);
+      text_encode(e, bad, strlen(bad), &v);
+      fsdp_catch_set(NULL);
+    } else {
+      caught = strstr(refused.message, "matched the empty string") != NULL;
+    }
+    EXPECT(caught, "round %d: the empty match was not refused to the catch point", round);
+    token_vec_free(&v);
+    text_encode(e, good, strlen(good), &v);
+    EXPECT(same_ids(&v, &want), "round %d: after a refusal, %zu ids, want %zu", round, v.n, want.n);
+    token_vec_free(&v);
+  }
+  text_encoder_free(e);
+  token_vec_free(&want);
+  text_tokenizer_free(t);
+  free(json);
+  free(llama);
+}
+
 static void test_bad_files(void) {
   char *good = tokenizer_json(&(struct json_options){GPT2, 0});
   char *llama = tokenizer_json(&(struct json_options){LLAMA3, 1});
@@ -465,6 +507,7 @@ int main(void) {
   test_long_pieces(gpt2, "GPT-2 style");
   test_long_pieces(llama3, "Llama 3 style");
   test_bad_files();
+  test_refusal_on_helpers();
   text_tokenizer_free(gpt2);
   text_tokenizer_free(llama3);
   temp_files_remove();

@@ -19,8 +19,9 @@ _Noreturn void fsdp_fatal(const char *fmt, ...) __attribute__((format(printf, 1,
  * printing and ending the process; the catch point is cleared as it is taken, so it
  * catches one refusal. The failed call is abandoned where it stood, nothing unwound: what
  * it allocated or opened is the catcher's to reclaim, and a call may be caught only if
- * it leaves no state beyond its own half-built result (reading one file; never a step, a
- * collective, or work on another thread, whose fsdp_fatal still ends the process).
+ * it leaves no state beyond its own half-built result (reading one file, encoding a text,
+ * whose helper threads' refusals are raised again on the calling thread; never a step, a
+ * collective, or other work on another thread, whose fsdp_fatal still ends the process).
  *
  *   struct fsdp_catch refused;
  *   if (setjmp(refused.jump) == 0) {
@@ -36,8 +37,9 @@ struct fsdp_catch {
   char message[2048]; /* what fsdp_fatal would have printed after "fsdp: error: " */
 };
 /* Sets this thread's catch point, whose jump the caller's frame has set with setjmp and
- * outlives; NULL clears it. */
-void fsdp_catch_set(struct fsdp_catch *c);
+ * outlives; NULL clears it. Returns the catch point it replaces, for a caller that
+ * catches inside another's and sets that one back. */
+struct fsdp_catch *fsdp_catch_set(struct fsdp_catch *c);
 
 /* fsdp_fatal with the failing expression and location, for broken invariants. */
 #define FSDP_CHECK(cond)                                                              \

@@ -26,7 +26,11 @@ static _Thread_local int owns_exit;
  * the single-entry state as the first did. */
 static _Thread_local struct fsdp_catch *catcher;
 
-void fsdp_catch_set(struct fsdp_catch *c) { catcher = c; }
+struct fsdp_catch *fsdp_catch_set(struct fsdp_catch *c) {
+  struct fsdp_catch *was = catcher;
+  catcher = c;
+  return was;
+}
 
 void fsdp_fatal(const char *fmt, ...) {
   char message[2048];

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE /* sched_getaffinity */
 #include <pthread.h>
 #include <sched.h>
+#include <setjmp.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -52,12 +53,32 @@ struct worker {
   struct bpe_work bpe;
 };
 
+struct run;
+
+/* Helper threads live as long as their encoder (threads - 1 of them, the calling thread
+ * being the first worker): a call hands them its run and waits until each is done with
+ * it, so encoding many short texts starts no thread per text. */
+struct helper {
+  struct text_encoder *e;
+  int worker;
+  pthread_t id;
+};
+
 struct text_encoder {
   const struct text_tokenizer *t;
   int threads;
   size_t chunk_bytes;
   struct worker *workers;
+  struct helper *helpers;
+  pthread_mutex_t lock;
+  pthread_cond_t wake, done;
+  struct run *run;          /* the run handed out last */
+  unsigned long generation; /* runs handed out */
+  int busy;                 /* helpers not yet done with it */
+  int closing;
 };
+
+static void *helper_main(void *p);
 
 struct text_encoder *text_encoder_create(const struct text_tokenizer *t, int threads, size_t chunk_bytes) {
   FSDP_CHECK(threads >= 1);
@@ -70,6 +91,15 @@ struct text_encoder *text_encoder_create(const struct text_tokenizer *t, int thr
     scanner_init(&e->workers[i].scanner, t);
     bpe_work_init(&e->workers[i].bpe);
   }
+  pthread_mutex_init(&e->lock, NULL);
+  pthread_cond_init(&e->wake, NULL);
+  pthread_cond_init(&e->done, NULL);
+  e->helpers = fsdp_xcalloc((size_t)threads, sizeof *e->helpers);
+  for (int i = 1; i < threads; i++) {
+    e->helpers[i] = (struct helper){e, i, 0};
+    if (pthread_create(&e->helpers[i].id, NULL, helper_main, &e->helpers[i]) != 0)
+      fsdp_fatal("cannot start a tokenizer thread");
+  }
   return e;
 }
 
@@ -77,6 +107,15 @@ int text_encoder_threads(const struct text_encoder *e) { return e->threads; }
 
 void text_encoder_free(struct text_encoder *e) {
   if (!e) return;
+  pthread_mutex_lock(&e->lock);
+  e->closing = 1;
+  pthread_cond_broadcast(&e->wake);
+  pthread_mutex_unlock(&e->lock);
+  for (int i = 1; i < e->threads; i++) pthread_join(e->helpers[i].id, NULL);
+  free(e->helpers);
+  pthread_mutex_destroy(&e->lock);
+  pthread_cond_destroy(&e->wake);
+  pthread_cond_destroy(&e->done);
   for (int i = 0; i < e->threads; i++) {
     scanner_free(&e->workers[i].scanner);
     bpe_work_free(&e->workers[i].bpe);
@@ -226,23 +265,74 @@ struct run {
   struct part *parts;
   int n_parts;
   atomic_int next;
+  atomic_flag refused;
+  char refusal[sizeof ((struct fsdp_catch *)0)->message];
 };
 
+/* A refusal on any thread (the pattern failing on this text) stops the others taking
+ * parts; the calling thread raises it again once every helper is done with the run, so
+ * the job ends from one thread with none mid-scan, and a caller's catch point (the fuzz
+ * harnesses) takes it. */
 static void run_parts(struct run *run, int worker) {
+  struct fsdp_catch refused;
+  struct fsdp_catch *outer = fsdp_catch_set(NULL);
+  if (setjmp(refused.jump) != 0) {
+    if (!atomic_flag_test_and_set(&run->refused)) memcpy(run->refusal, refused.message, sizeof run->refusal);
+    atomic_store(&run->next, run->n_parts);
+    fsdp_catch_set(outer);
+    return;
+  }
+  fsdp_catch_set(&refused);
   size_t overrun = run->e->chunk_bytes / 4 + 16;
   for (int i; (i = atomic_fetch_add(&run->next, 1)) < run->n_parts;)
     scan_part(&run->e->workers[worker], &run->parts[i], overrun);
+  fsdp_catch_set(outer);
 }
 
-struct thread_arg {
-  struct run *run;
-  int worker;
-};
-
-static void *thread_main(void *p) {
-  struct thread_arg *a = p;
-  run_parts(a->run, a->worker);
+static void *helper_main(void *p) {
+  struct helper *h = p;
+  struct text_encoder *e = h->e;
+  unsigned long seen = 0;
+  pthread_mutex_lock(&e->lock);
+  for (;;) {
+    while (!e->closing && e->generation == seen) pthread_cond_wait(&e->wake, &e->lock);
+    if (e->closing) break;
+    seen = e->generation;
+    struct run *run = e->run;
+    pthread_mutex_unlock(&e->lock);
+    run_parts(run, h->worker);
+    pthread_mutex_lock(&e->lock);
+    if (--e->busy == 0) pthread_cond_signal(&e->done);
+  }
+  pthread_mutex_unlock(&e->lock);
   return NULL;
+}
+
+/* Runs run's parts on the calling thread and, where there are several, the helpers. */
+static void run_everywhere(struct text_encoder *e, struct run *run) {
+  int helping = e->threads > 1 && run->n_parts > 1;
+  if (helping) {
+    pthread_mutex_lock(&e->lock);
+    e->run = run;
+    e->generation++;
+    e->busy = e->threads - 1;
+    pthread_cond_broadcast(&e->wake);
+    pthread_mutex_unlock(&e->lock);
+  }
+  run_parts(run, 0);
+  if (helping) {
+    pthread_mutex_lock(&e->lock);
+    while (e->busy > 0) pthread_cond_wait(&e->done, &e->lock);
+    pthread_mutex_unlock(&e->lock);
+  }
+}
+
+static void free_parts(struct part *parts, int n_parts) {
+  for (int i = 0; i < n_parts; i++) {
+    token_vec_free(&parts[i].ids);
+    free(parts[i].marks);
+  }
+  free(parts);
 }
 
 void text_encode_spans(struct text_encoder *e, struct text_span *spans, int n_spans, struct token_vec *out) {
@@ -257,26 +347,17 @@ void text_encode_spans(struct text_encoder *e, struct text_span *spans, int n_sp
   }
   span_first[n_spans] = n_parts;
 
-  struct run run = {e, parts, n_parts, 0};
-  int threads = e->threads < n_parts ? e->threads : n_parts;
-  pthread_t *ids = fsdp_xcalloc((size_t)threads, sizeof *ids);
-  struct thread_arg *args = fsdp_xcalloc((size_t)threads, sizeof *args);
-  for (int i = 1; i < threads; i++) {
-    args[i] = (struct thread_arg){&run, i};
-    if (pthread_create(&ids[i], NULL, thread_main, &args[i]) != 0) fsdp_fatal("cannot start a tokenizer thread");
+  struct run run = {.e = e, .parts = parts, .n_parts = n_parts, .refused = ATOMIC_FLAG_INIT};
+  run_everywhere(e, &run);
+  if (atomic_flag_test_and_set(&run.refused)) {
+    free_parts(parts, n_parts);
+    free(span_first);
+    fsdp_fatal("%s", run.refusal);
   }
-  run_parts(&run, 0);
-  for (int i = 1; i < threads; i++) pthread_join(ids[i], NULL);
-  free(ids);
-  free(args);
 
   for (int i = 0; i < n_spans; i++)
     join_span(&e->workers[0], &parts[span_first[i]], span_first[i + 1] - span_first[i], out);
-  for (int i = 0; i < n_parts; i++) {
-    token_vec_free(&parts[i].ids);
-    free(parts[i].marks);
-  }
-  free(parts);
+  free_parts(parts, n_parts);
   free(span_first);
 }
 
