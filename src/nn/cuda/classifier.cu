@@ -1,7 +1,8 @@
 /* The fused classifier over rows of Vp logits, the first V the vocabulary's and the rest
  * padding (outside the softmax), twin of ../cpu/classifier.c:
  *   loss = log(sum) - (x[target] - max),  sum = sum_{j < V} exp(x_j - max) (in fp64, as the
- *          CPU: V is 50257 terms)
+ *          CPU: V is 50257 terms; taken in one pass with the maximum, below, so that it
+ *          agrees with the CPU's to fp32's rounding of the terms, not to the bit)
  *   d_j  = (exp(x_j - max) / sum - [j == target]) * dloss for j < V, 0 past V
  * The loss comes from the logit rather than log(p[target]), so that it stays finite where
  * the probability underflows; it is fp32 in every compute dtype (the op's contract). The
@@ -12,11 +13,14 @@
 #include "layers.h"
 #include "reduce.cuh"
 
-/* A block per row: V is tens of thousands of columns, read three times (the maximum, the
- * sum, the gradient) while the row sits in the L2 cache. d may be x: every thread reads
+/* A block per row: V is tens of thousands of columns, read twice (the maximum and the sum
+ * in one pass, then the gradient) while the row sits in the L2 cache, in runs of W (16
+ * bytes where the rows are on 16 bytes). Each thread sums exp(x - m) with m its own
+ * running maximum, rescaling its sum when m moves (at most once a run); the block's sum
+ * is the threads' sums each rescaled to the row's maximum. d may be x: every thread reads
  * the target's logit, and all of them have (block_max_all synchronises the block) before
  * the last pass, where each thread overwrites only the elements it reads itself. */
-template <enum dtype D>
+template <enum dtype D, int W>
 static __global__ void classifier_kernel(void *dlogits, float *losses, const void *logits, const int *targets, int V,
                                          int Vp, float dloss) {
   __shared__ float max_shared[WARP_SIZE];
@@ -25,30 +29,51 @@ static __global__ void classifier_kernel(void *dlogits, float *losses, const voi
   int target = targets[blockIdx.x];
   float target_logit = load<D>(logits, base + target);
   float maxval = -INFINITY;
-  for (int j = threadIdx.x; j < V; j += blockDim.x) maxval = fmaxf(maxval, load<D>(logits, base + j));
-  maxval = block_max_all(maxval, max_shared);
   double sum = 0.0;
-  for (int j = threadIdx.x; j < V; j += blockDim.x) sum += expf(load<D>(logits, base + j) - maxval);
-  sum = block_sum_all(sum, sum_shared);
-  if (losses && threadIdx.x == 0) losses[blockIdx.x] = (float)(log(sum) - (double)(target_logit - maxval));
+  for (int j = threadIdx.x * W; j < V; j += blockDim.x * W) {
+    float x[W];
+    load_run<D, W>(logits, base + j, x);
+    float run_max = -INFINITY;
+    for (int k = 0; k < W; k++)
+      if (j + k < V) run_max = fmaxf(run_max, x[k]);
+    if (run_max > maxval) {
+      sum *= expf(maxval - run_max);
+      maxval = run_max;
+    }
+    for (int k = 0; k < W; k++)
+      if (j + k < V) sum += expf(x[k] - maxval);
+  }
+  float row_max = block_max_all(maxval, max_shared);
+  sum = block_sum_all(sum > 0.0 ? sum * expf(maxval - row_max) : 0.0, sum_shared);
+  if (losses && threadIdx.x == 0) losses[blockIdx.x] = (float)(log(sum) - (double)(target_logit - row_max));
   if (!dlogits) return;
   /* The CPU's roundings: the scale, each product, then the target's subtraction. */
   float scale = __fmul_rn((float)(1.0 / sum), dloss);
-  for (int j = threadIdx.x; j < Vp; j += blockDim.x) {
-    float d = 0.0f;
-    if (j < V) d = __fmul_rn(expf(load<D>(logits, base + j) - maxval), scale);
-    if (j == target) d = __fsub_rn(d, dloss);
-    store<D>(dlogits, base + j, d);
+  for (int j = threadIdx.x * W; j < Vp; j += blockDim.x * W) {
+    float x[W], d[W];
+    load_run<D, W>(logits, base + j, x);
+    for (int k = 0; k < W; k++) {
+      d[k] = j + k < V ? __fmul_rn(expf(x[k] - row_max), scale) : 0.0f;
+      if (j + k == target) d[k] = __fsub_rn(d[k], dloss);
+    }
+    store_run<D, W>(dlogits, base + j, d);
   }
 }
 
 static const unsigned CLASSIFIER_THREADS = 512;
 
+/* Runs of 16 bytes where every row starts on 16 bytes, else of one element. */
 template <enum dtype D>
 static cudaError_t classifier(void *dlogits, void *losses, const void *logits, const int *targets, int N, int V,
                               int Vp, float dloss, cudaStream_t s) {
   if (N == 0) return cudaSuccess;
-  classifier_kernel<D><<<N, CLASSIFIER_THREADS, 0, s>>>(dlogits, (float *)losses, logits, targets, V, Vp, dloss);
+  int W = RUN16<D>;
+  bool runs = Vp % W == 0 && (uintptr_t)logits % 16 == 0 && (uintptr_t)dlogits % 16 == 0;
+  if (runs)
+    classifier_kernel<D, RUN16<D>><<<N, CLASSIFIER_THREADS, 0, s>>>(dlogits, (float *)losses, logits, targets, V, Vp,
+                                                                     dloss);
+  else
+    classifier_kernel<D, 1><<<N, CLASSIFIER_THREADS, 0, s>>>(dlogits, (float *)losses, logits, targets, V, Vp, dloss);
   return cudaGetLastError();
 }
 
