@@ -20,7 +20,8 @@
  *            and dk: src/nn/cpu/attention.c), and the fp32 kernel does not. A weight
  *            rounded moves its term by at most u of it; with the output's own rounding
  *            the sums of these random inputs moved by at most 1.5 u (|fp32| + rms).
- *            Attention's lse is fp32 on both sides, from the same scores: exact.
+ *            Attention's lse is fp32 on both sides, from the same exact products
+ *            summed in other orders: within 1e-6 of |fp32| + 1.
  * Each check prints how many outputs differ from the fp32 result rounded and the
  * largest error in units of u. The gradients start from random values, so that every
  * backward is seen to accumulate, in fp32, rounding once. Then values the conversions
@@ -305,16 +306,27 @@ static void test_rope(int B, int T, int H, int hd, int maxT) {
   release(&table), release(&tab), release(&inp), release(&out), release(&dout), release(&dinp);
 }
 
-/* Attention's log-sum-exp is fp32 on both sides and comes from the same scores (the
- * 16-bit operands widened exactly, the same products): the same bits. */
-static void expect_same_lse(const char *what, const float *f, const float *h, size_t n) {
+/* Attention's log-sum-exp is fp32 on both sides, from scores whose products are exact in
+ * fp32 on both sides (16-bit values) but summed in another order (the 16-bit products on
+ * oneDNN's matmul primitive, the fp32 ones on its sgemm): within LSE_TOLERANCE of
+ * |fp32| + 1, which is many times the few ulps the orders move it by. */
+static const double LSE_TOLERANCE = 1e-6;
+
+static void expect_close_lse(const char *what, const float *f, const float *h, size_t n) {
   checks++;
-  size_t differ = 0;
-  for (size_t i = 0; i < n; i++) differ += bits_of(f[i]) != bits_of(h[i]);
-  printf("%-5s %-44s %-8s %6zu of %7zu differ from fp32\n", dtype_name(dt), what, "exact", differ, n);
-  if (differ) {
+  size_t differ = 0, bad = n;
+  double worst = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    differ += bits_of(f[i]) != bits_of(h[i]);
+    double err = fabs((double)h[i] - f[i]) / (fabs((double)f[i]) + 1.0);
+    if (!(err <= LSE_TOLERANCE) && bad == n) bad = i;
+    if (err > worst || err != err) worst = err;
+  }
+  printf("%-5s %-44s %-8s %6zu of %7zu differ from fp32, largest %.3g of |fp32| + 1\n", dtype_name(dt), what, "close",
+         differ, n, worst);
+  if (bad < n) {
     failures++;
-    fprintf(stderr, "FAIL %s %s: %zu values differ\n", dtype_name(dt), what, differ);
+    fprintf(stderr, "FAIL %s %s: lse %zu: %.9g, fp32 %.9g\n", dtype_name(dt), what, bad, (double)h[bad], (double)f[bad]);
   }
 }
 
@@ -327,7 +339,7 @@ static void test_attention(int B, int T, int C, int NH) {
   struct tensor lh = shaped(lse_h, DTYPE_F32, SHAPE((size_t)B, (size_t)NH, (size_t)T));
   nn_attention_forward(&cpu, F(out, N, C), lf, F(qkv, N, 3 * C));
   nn_attention_forward(&cpu, H(out, N, C), lh, H(qkv, N, 3 * C));
-  expect_same_lse("attention_forward lse", lse_f, lse_h, nlse);
+  expect_close_lse("attention_forward lse", lse_f, lse_h, nlse);
   expect("attention_forward out", &out, WEIGHTED);
   /* The backward from the fp32 out rounded, on both sides (D = rowsum(dout * out)). */
   struct twin o = twin_of(out.f, out.n);
@@ -351,7 +363,7 @@ static void test_gqa_attention(int B, int T, int NH, int NKV, int hd, int with_d
                            F(v, B, T, NKV, hd));
   nn_gqa_attention_forward(&cpu, H(out, B * T, NH * hd), lh, H(q, B, T, NH, hd), H(k, B, T, NKV, hd),
                            H(v, B, T, NKV, hd));
-  expect_same_lse("gqa_attention_forward lse", lse_f, lse_h, nlse);
+  expect_close_lse("gqa_attention_forward lse", lse_f, lse_h, nlse);
   expect("gqa_attention_forward out", &out, WEIGHTED);
   struct twin o = twin_of(out.f, out.n), dout = random_twin(nq, 1.0f, 0.0f);
   struct twin dq = random_twin(nq, 1.0f, 0.0f), dk = random_twin(nkv, 1.0f, 0.0f), dv = random_twin(nkv, 1.0f, 0.0f);
@@ -524,8 +536,9 @@ static void test_adamw_paths(size_t n) {
 }
 
 /* Llama's attention (GPT-2's packed one is the same code) over B x NKV (batch, kv head)
- * pairs, on one thread and on as many threads as pairs: the forward a task a pair and a
- * task a query tile, the backward in one pass and in two. */
+ * pairs, on one thread and on as many threads as pairs: the forward's tiles on one thread
+ * and spread over many (each thread with primitives of its own), the backward in one pass
+ * and in two. */
 static void test_attention_passes(enum dtype d, int B, int T, int NH, int NKV, int hd) {
   size_t nq = (size_t)B * T * NH * hd, nkv = (size_t)B * T * NKV * hd, nlse = (size_t)B * NH * T;
   void *q = random_in(d, nq, 1.0f, 0.0f, 0), *k = random_in(d, nkv, 1.0f, 0.0f, 0);
@@ -551,7 +564,7 @@ static void test_attention_passes(enum dtype d, int B, int T, int NH, int NKV, i
     checks++;
     int same = memcmp(forward[0][f], forward[1][f], f ? nlse * 4 : nq * dtype_size(d)) == 0;
     printf("%-5s attention forward %s, B %d T %d NH %d NKV %d hd %d: %s\n", dtype_name(d), f ? "lse" : "out", B, T,
-           NH, NKV, hd, same ? "a task a pair and a task a tile alike" : "a task a pair and a task a tile DIFFER");
+           NH, NKV, hd, same ? "one thread and many alike" : "one thread and many DIFFER");
     if (!same) failures++;
   }
   memcpy(out, forward[0][0], nq * dtype_size(d)), memcpy(lse, forward[0][1], nlse * 4);

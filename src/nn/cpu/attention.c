@@ -10,17 +10,17 @@
  *     dv += round(p)^T dout,  dp = dout v^T,  ds = round(p * (dp - D)),
  *     dq += ds k / sqrt(hs),  dk += ds^T q / sqrt(hs).
  * round() is the dtype's rounding (none in fp32), where FlashAttention rounds its 16-bit
- * operands before a tensor-core product; everything else is fp32. The backward runs in
- * two passes so that each gradient has one writer: per kv tile (dk and dv, summed over
- * the query heads sharing it), then per query tile (dq): no atomics, the same bits for
- * any thread count. Where there are enough (batch, kv head) pairs to keep the threads
- * busy, one task a pair widens the pair's k and v once and runs every query tile of its
- * query heads against them (kv_head_forward), and does both backward passes' work in one
- * (kv_head_backward), each query tile widened once and each tile's probabilities and
- * score gradients computed once instead of twice, with every sum in the same order: the
- * same bits. A tile's operands are widened into the thread's scratch and its
- * products are oneDNN's fp32 sgemm (16-bit values multiply exactly in fp32, so this is a
- * 16-bit product with fp32 accumulation); measured in docs/benchmarks.md. */
+ * operands before a tensor-core product; everything else is fp32. A tile's products read
+ * q, k, v and dout where they lie (rows of a head, qs or kvs elements apart): 16-bit ones
+ * on oneDNN's matmul primitive (a product of two 16-bit values is exact in fp32, and the
+ * sums are fp32), fp32 ones on its sgemm. The scale multiplies each score as it leaves
+ * its product, and dq and dk once, as they are stored. The backward runs in two passes so
+ * that each gradient has one writer: per kv tile (dk and dv, summed over the query heads
+ * sharing it), then per query tile (dq): no atomics, the same bits for any thread count.
+ * Where there are enough (batch, kv head) pairs to keep the threads busy, one task a pair
+ * does both passes' work in one (kv_head_backward), each tile's probabilities and score
+ * gradients computed once instead of twice, with every sum in the same order: the same
+ * bits. Measured in docs/benchmarks.md. */
 #include <math.h>
 #include <omp.h>
 #include <stddef.h>
@@ -46,11 +46,6 @@ static struct tile tile_of(int i, int T) {
 
 static int tiles_of(int T) { return (T + ATTENTION_TILE - 1) / ATTENTION_TILE; }
 
-/* s (qt.n, kt.n, rows ATTENTION_TILE apart) = scale q k^T. */
-static void scores(float *s, const float *q, const float *k, struct tile qt, struct tile kt, int hs, float scale) {
-  onednn_sgemm(0, 1, qt.n, kt.n, hs, scale, q, hs, k, hs, 0.0f, s, ATTENTION_TILE);
-}
-
 /* The keys of kt that row r of qt sees (at least one: the tiles visited start no later
  * than the query tile). The softmax's loops stop there and the rest of a row's weights are
  * 0 (exp(-inf), without glibc's vector expf falling back to its scalar code for them). */
@@ -59,47 +54,80 @@ static int visible(struct tile qt, struct tile kt, int r) {
   return n < kt.n ? n : kt.n;
 }
 
-/* The rows of key tile kt of k and v (from element first on) widened into kf and vf. */
-static void kv_tile_in(struct tensor k, struct tensor v, size_t first, struct tile kt, const struct head_layout *hl,
-                       float *kf, float *vf) {
-  rows_in(k, first, kt.n, hl->hs, (size_t)hl->kvs, kf);
-  rows_in(v, first, kt.n, hl->hs, (size_t)hl->kvs, vf);
+/* A product's operand: the matrix whose rows start at data, ld elements apart, or, where
+ * transposed, the transpose of that matrix. */
+struct operand {
+  const void *data;
+  int64_t ld;
+  int transposed;
+};
+
+/* Rows of t from element first on, ld elements apart. */
+static struct operand rows_of(struct tensor t, size_t first, int64_t ld, int transposed) {
+  return (struct operand){(const char *)t.data + first * dtype_size(t.dtype), ld, transposed};
+}
+
+/* c (m x n, fp32, rows ldc apart) = a b, or c += a b where accumulate, for a (m x k) and
+ * b (k x n) in dtype d. */
+static void product(enum dtype d, int m, int n, int k, struct operand a, struct operand b, int accumulate, float *c,
+                    int ldc) {
+  if (d == DTYPE_F32) {
+    onednn_sgemm(a.transposed, b.transposed, m, n, k, 1.0f, a.data, a.ld, b.data, b.ld, accumulate ? 1.0f : 0.0f, c,
+                 ldc);
+    return;
+  }
+  struct onednn_matmul mm = {d,
+                             1,
+                             a.transposed ? onednn_transposed_rows(k, m, a.ld) : onednn_matrix_rows(m, k, a.ld),
+                             b.transposed ? onednn_transposed_rows(n, k, b.ld) : onednn_matrix_rows(k, n, b.ld),
+                             onednn_matrix_rows(m, n, ldc),
+                             0,
+                             accumulate};
+  onednn_matmul_alone(&mm, a.data, b.data, NULL, c);
+}
+
+/* A tile of weights (rows n of cols, ATTENTION_TILE apart) as a product's operand: in a
+ * 16-bit d, rounded into w16 (ATTENTION_TILE x ATTENTION_TILE values); fp32 ones as they are. */
+static struct operand weights(enum dtype d, const float *w, int n, int cols, uint16_t *w16, int transposed) {
+  if (d == DTYPE_F32) return (struct operand){w, ATTENTION_TILE, transposed};
+  dtype_pack_rows(d, w, ATTENTION_TILE, w16, ATTENTION_TILE, (size_t)n, (size_t)cols);
+  return (struct operand){w16, ATTENTION_TILE, transposed};
 }
 
 /* ---- Forward ---- */
 
-/* Scratch floats of a forward tile: q, k, v, acc (TILE x hs), s (TILE x TILE), m, l. */
+/* Scratch floats of a forward tile: acc (TILE x hs), s (TILE x TILE), m, l, and p's
+ * 16-bit values (TILE x TILE, in half as many floats). */
 static size_t forward_floats(int hs) {
-  return 4 * (size_t)ATTENTION_TILE * hs + (size_t)ATTENTION_TILE * ATTENTION_TILE + 2 * ATTENTION_TILE;
+  return (size_t)ATTENTION_TILE * hs + (size_t)ATTENTION_TILE * ATTENTION_TILE * 3 / 2 + 2 * ATTENTION_TILE;
 }
 
-/* Query tile qi of head h in batch b, in scratch (forward_floats), against the kv head's
- * k and v widened whole in kv (T x hs each, k then v), or, without it, tile by tile. */
+/* Query tile qi of head h in batch b, in the thread's scratch. */
 static void forward_tile(struct tensor out, struct tensor lse, struct tensor q, struct tensor k, struct tensor v,
-                         const struct head_layout *hl, int b, int h, int qi, float *scratch, const float *kv) {
+                         const struct head_layout *hl, int b, int h, int qi) {
   int T = hl->T, hs = hl->hs, os = hl->NH * hs;
-  size_t TH = (size_t)ATTENTION_TILE * hs;
+  enum dtype d = out.dtype;
   float scale = 1.0f / sqrtf((float)hs);
-  float *qf = scratch, *kf = qf + TH, *vf = kf + TH, *acc = vf + TH, *s = acc + TH;
+  float *acc = cpu_scratch(forward_floats(hs) * sizeof(float)), *s = acc + (size_t)ATTENTION_TILE * hs;
   float *m = s + (size_t)ATTENTION_TILE * ATTENTION_TILE, *l = m + ATTENTION_TILE;
+  uint16_t *p16 = (uint16_t *)(l + ATTENTION_TILE);
   struct tile qt = tile_of(qi, T);
+  struct operand qrows = rows_of(q, head_at(hl, hl->qs, b, h) + (size_t)qt.r0 * hl->qs, hl->qs, 0);
   size_t kva = head_at(hl, hl->kvs, b, h / (hl->NH / hl->NKV));
-  rows_in(q, head_at(hl, hl->qs, b, h) + (size_t)qt.r0 * hl->qs, qt.n, hs, (size_t)hl->qs, qf);
   for (int r = 0; r < qt.n; r++) m[r] = -INFINITY, l[r] = 0.0f;
   for (size_t e = 0; e < (size_t)qt.n * hs; e++) acc[e] = 0.0f;
   for (int kj = 0; kj <= qi; kj++) {
     struct tile kt = tile_of(kj, T);
-    const float *kt_k = kf, *kt_v = vf;
-    if (kv)
-      kt_k = kv + (size_t)kt.r0 * hs, kt_v = kv + (size_t)T * hs + (size_t)kt.r0 * hs;
-    else
-      kv_tile_in(k, v, kva + (size_t)kt.r0 * hl->kvs, kt, hl, kf, vf);
-    scores(s, qf, kt_k, qt, kt, hs, scale);
+    size_t at = kva + (size_t)kt.r0 * hl->kvs;
+    product(d, qt.n, kt.n, hs, qrows, rows_of(k, at, hl->kvs, 1), 0, s, ATTENTION_TILE);
     for (int r = 0; r < qt.n; r++) {
       float *row = s + (size_t)r * ATTENTION_TILE, mx = m[r], sum = 0.0f;
       int seen = visible(qt, kt, r);
 #pragma omp simd reduction(max : mx)
-      for (int c = 0; c < seen; c++) mx = row[c] > mx ? row[c] : mx;
+      for (int c = 0; c < seen; c++) {
+        row[c] *= scale;
+        mx = row[c] > mx ? row[c] : mx;
+      }
 #pragma omp simd reduction(+ : sum)
       for (int c = 0; c < seen; c++) {
         row[c] = expf(row[c] - mx);
@@ -110,9 +138,8 @@ static void forward_tile(struct tensor out, struct tensor lse, struct tensor q, 
       l[r] = l[r] * rescale + sum;
       m[r] = mx;
       for (int e = 0; e < hs; e++) acc[(size_t)r * hs + e] *= rescale;
-      dtype_round(out.dtype, row, (size_t)kt.n);
     }
-    onednn_sgemm(0, 0, qt.n, hs, kt.n, 1.0f, s, ATTENTION_TILE, kt_v, hs, 1.0f, acc, hs);
+    product(d, qt.n, hs, kt.n, weights(d, s, qt.n, kt.n, p16, 0), rows_of(v, at, hl->kvs, 0), 1, acc, hs);
   }
   size_t la = ((size_t)b * hl->NH + h) * T + (size_t)qt.r0;
   for (int r = 0; r < qt.n; r++) {
@@ -123,125 +150,103 @@ static void forward_tile(struct tensor out, struct tensor lse, struct tensor q, 
   rows_store(out, head_at(hl, os, b, h) + (size_t)qt.r0 * os, qt.n, hs, (size_t)os, acc);
 }
 
-/* Every query tile of every query head of kv head g in batch b, k and v widened once. */
-static void kv_head_forward(struct tensor out, struct tensor lse, struct tensor q, struct tensor k, struct tensor v,
-                            const struct head_layout *hl, int b, int g) {
-  int T = hl->T, hs = hl->hs, group = hl->NH / hl->NKV;
-  size_t head = (size_t)T * hs;
-  float *kv = cpu_scratch((2 * head + forward_floats(hs)) * sizeof(float)), *scratch = kv + 2 * head;
-  size_t kva = head_at(hl, hl->kvs, b, g);
-  rows_in(k, kva, T, hs, (size_t)hl->kvs, kv);
-  rows_in(v, kva, T, hs, (size_t)hl->kvs, kv + head);
-  for (int h = g * group; h < (g + 1) * group; h++)
-    for (int qi = 0; qi < tiles_of(T); qi++) forward_tile(out, lse, q, k, v, hl, b, h, qi, scratch, kv);
-}
-
-/* A task a (batch, kv head) pair where they are at least twice the threads; else a task a
- * query tile, the most expensive (the last, which see every key) first. Each tile's
- * arithmetic is the same either way: the same bits. */
+/* A task a query tile, the most expensive (the last, which sees every key) first. */
 static void attention_forward(struct tensor out, struct tensor lse, struct tensor q, struct tensor k,
                               struct tensor v, const struct head_layout *hl) {
   int nt = tiles_of(hl->T);
-  if (hl->B * hl->NKV >= 2 * omp_get_max_threads()) {
-#pragma omp parallel for collapse(2) schedule(dynamic)
-    for (int b = 0; b < hl->B; b++)
-      for (int g = 0; g < hl->NKV; g++) kv_head_forward(out, lse, q, k, v, hl, b, g);
-    return;
-  }
 #pragma omp parallel for collapse(3) schedule(dynamic)
   for (int i = 0; i < nt; i++)
     for (int b = 0; b < hl->B; b++)
-      for (int h = 0; h < hl->NH; h++)
-        forward_tile(out, lse, q, k, v, hl, b, h, nt - 1 - i, cpu_scratch(forward_floats(hl->hs) * sizeof(float)),
-                     NULL);
+      for (int h = 0; h < hl->NH; h++) forward_tile(out, lse, q, k, v, hl, b, h, nt - 1 - i);
 }
 
 /* ---- Backward ---- */
 
-/* A query tile's operands in the backward: q, dout (TILE x hs) and its lse and D. */
+/* A query tile in the backward: where its q and dout rows lie, its lse and D, and two
+ * tiles of TILE x hs floats to widen into (free again once D is known). */
 struct query_rows {
-  float *q, *dout, *lse, *D;
+  struct operand q, dout;
+  float *lse, *D, *wide;
 };
 
-/* Scratch floats of a query_rows: q, dout, out (widened for D), lse and D. */
-static size_t query_rows_floats(int hs) { return 3 * (size_t)ATTENTION_TILE * hs + 2 * ATTENTION_TILE; }
+/* Scratch floats of a query_rows. */
+static size_t query_rows_floats(int hs) { return 2 * (size_t)ATTENTION_TILE * hs + 2 * ATTENTION_TILE; }
 
-static struct query_rows query_rows_at(float *f, int hs) {
-  size_t TH = (size_t)ATTENTION_TILE * hs;
-  return (struct query_rows){f, f + TH, f + 3 * TH, f + 3 * TH + ATTENTION_TILE};
-}
-
-/* Query tile qt of head h in batch b: q, dout, lse, and D = rowsum(dout * out) (out
- * widened into the floats after dout). */
-static void query_rows_in(struct query_rows *x, struct tensor q, struct tensor dout, struct tensor out,
-                          struct tensor lse, const struct head_layout *hl, int b, int h, struct tile qt) {
+/* Query tile qt of head h in batch b, in floats f (query_rows_floats): lse, and
+ * D = rowsum(dout * out). */
+static struct query_rows query_rows_in(float *f, struct tensor q, struct tensor dout, struct tensor out,
+                                       struct tensor lse, const struct head_layout *hl, int b, int h, struct tile qt) {
   int hs = hl->hs, os = hl->NH * hs;
-  float *o = x->dout + (size_t)ATTENTION_TILE * hs;
-  size_t oa = head_at(hl, os, b, h) + (size_t)qt.r0 * os;
-  rows_in(q, head_at(hl, hl->qs, b, h) + (size_t)qt.r0 * hl->qs, qt.n, hs, (size_t)hl->qs, x->q);
-  rows_in(dout, oa, qt.n, hs, (size_t)os, x->dout);
+  size_t TH = (size_t)ATTENTION_TILE * hs, oa = head_at(hl, os, b, h) + (size_t)qt.r0 * os;
+  struct query_rows x = {rows_of(q, head_at(hl, hl->qs, b, h) + (size_t)qt.r0 * hl->qs, hl->qs, 0),
+                         rows_of(dout, oa, os, 0), f + 2 * TH, f + 2 * TH + ATTENTION_TILE, f};
+  float *o = x.wide + TH;
+  rows_in(dout, oa, qt.n, hs, (size_t)os, x.wide);
   rows_in(out, oa, qt.n, hs, (size_t)os, o);
   const float *l = f32(lse) + ((size_t)b * hl->NH + h) * hl->T + (size_t)qt.r0;
   for (int r = 0; r < qt.n; r++) {
-    float d = 0.0f;
-    const float *a = x->dout + (size_t)r * hs, *c = o + (size_t)r * hs;
-#pragma omp simd reduction(+ : d)
-    for (int e = 0; e < hs; e++) d += a[e] * c[e];
-    x->D[r] = d;
-    x->lse[r] = l[r];
+    const float *a = x.wide + (size_t)r * hs, *c = o + (size_t)r * hs;
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int e = 0; e < hs; e++) sum += a[e] * c[e];
+    x.D[r] = sum;
+    x.lse[r] = l[r];
   }
+  return x;
 }
 
 /* s (qt.n, kt.n) = p = exp(scores - lse), 0 where masked, unrounded. */
-static void probabilities(float *s, const struct query_rows *x, const float *kf, struct tile qt, struct tile kt,
-                          int hs, float scale) {
-  scores(s, x->q, kf, qt, kt, hs, scale);
+static void probabilities(enum dtype d, float *s, const struct query_rows *x, struct operand k, struct tile qt,
+                          struct tile kt, int hs, float scale) {
+  product(d, qt.n, kt.n, hs, x->q, k, 0, s, ATTENTION_TILE);
   for (int r = 0; r < qt.n; r++) {
     float *row = s + (size_t)r * ATTENTION_TILE, lr = x->lse[r];
     int seen = visible(qt, kt, r);
 #pragma omp simd
-    for (int c = 0; c < seen; c++) row[c] = expf(row[c] - lr);
+    for (int c = 0; c < seen; c++) row[c] = expf(row[c] * scale - lr);
     for (int c = seen; c < kt.n; c++) row[c] = 0.0f;
   }
 }
 
-/* ds (qt.n, kt.n, in dp's place) = round(p * (dout v^T - D)). */
-static void score_grads(float *dp, const float *p, const struct query_rows *x, const float *vf, struct tile qt,
-                        struct tile kt, int hs, enum dtype d) {
-  onednn_sgemm(0, 1, qt.n, kt.n, hs, 1.0f, x->dout, hs, vf, hs, 0.0f, dp, ATTENTION_TILE);
+/* ds (qt.n, kt.n, in dp's place) = p * (dout v^T - D), unrounded. */
+static void score_grads(enum dtype d, float *dp, const float *p, const struct query_rows *x, struct operand v,
+                        struct tile qt, struct tile kt, int hs) {
+  product(d, qt.n, kt.n, hs, x->dout, v, 0, dp, ATTENTION_TILE);
   for (int r = 0; r < qt.n; r++) {
     float *row = dp + (size_t)r * ATTENTION_TILE, Dr = x->D[r];
     const float *prow = p + (size_t)r * ATTENTION_TILE;
 #pragma omp simd
     for (int c = 0; c < kt.n; c++) row[c] = prow[c] * (row[c] - Dr);
-    dtype_round(d, row, (size_t)kt.n);
   }
 }
 
-/* A backward task's tiles in the thread's scratch: a query_rows, k, v, two gradient sums
- * (TILE x hs, zeroed), p and ds (TILE x TILE). */
+/* A backward task's tiles in the thread's scratch: a query_rows' floats, two gradient
+ * sums (TILE x hs, zeroed), p and ds (TILE x TILE), and their 16-bit values. */
 struct backward_tiles {
-  struct query_rows x;
-  float *k, *v, *sum1, *sum2, *p, *ds;
+  float *x, *sum1, *sum2, *p, *ds;
+  uint16_t *p16, *ds16;
 };
 
-static struct backward_tiles backward_tiles_of(int hs) {
+static struct backward_tiles backward_tiles_of(int hs, size_t extra_floats) {
   size_t TH = (size_t)ATTENTION_TILE * hs, TT = (size_t)ATTENTION_TILE * ATTENTION_TILE;
-  float *f = cpu_scratch((query_rows_floats(hs) + 4 * TH + 2 * TT) * sizeof(float));
-  float *k = f + query_rows_floats(hs);
-  struct backward_tiles w = {query_rows_at(f, hs), k, k + TH, k + 2 * TH, k + 3 * TH, k + 4 * TH, k + 4 * TH + TT};
+  float *f = cpu_scratch((query_rows_floats(hs) + 2 * TH + 3 * TT + extra_floats) * sizeof(float));
+  float *sum1 = f + query_rows_floats(hs), *p = sum1 + 2 * TH, *ds = p + TT;
+  struct backward_tiles w = {f, sum1, sum1 + TH, p, ds, (uint16_t *)(ds + TT), (uint16_t *)(ds + TT) + TT};
   for (size_t e = 0; e < 2 * TH; e++) w.sum1[e] = 0.0f; /* and sum2 */
   return w;
 }
 
-/* rows rows of t (each stride apart, the first at first) += src (rows x cols), rounded
- * once; a 16-bit t is widened into row (cols floats) and back. */
-static void rows_add(struct tensor t, size_t first, int rows, int cols, size_t stride, const float *src, float *row) {
-  for (int r = 0; r < rows; r++) {
-    size_t at = first + (size_t)r * stride;
-    float *x = span_inout(t, at, (size_t)cols, row);
-    for (int j = 0; j < cols; j++) x[j] += src[(size_t)r * cols + j];
-    span_store(t, at, (size_t)cols, x);
+/* rows rows of t (each stride apart, the first at first) += scale * src (rows x cols),
+ * rounded once; widened a tile of rows at a time into buf (ATTENTION_TILE x cols floats). */
+static void rows_add(struct tensor t, size_t first, int rows, int cols, size_t stride, const float *src, float scale,
+                     float *buf) {
+  for (int r0 = 0; r0 < rows; r0 += ATTENTION_TILE) {
+    int n = rows - r0 < ATTENTION_TILE ? rows - r0 : ATTENTION_TILE;
+    size_t at = first + (size_t)r0 * stride;
+    const float *add = src + (size_t)r0 * cols;
+    rows_in(t, at, n, cols, stride, buf);
+    for (size_t e = 0; e < (size_t)n * cols; e++) buf[e] += scale * add[e];
+    rows_store(t, at, n, cols, stride, buf);
   }
 }
 
@@ -250,99 +255,103 @@ struct backward_args {
   const struct head_layout *hl;
 };
 
+/* dv += round(p)^T dout and dk += ds^T q (unscaled) of query tile qt against key tile kt,
+ * into dvf and dkf (kt.n x hs); ds rounded already where dk is wanted. */
+static void kv_grads(const struct backward_args *a, const struct backward_tiles *w, const struct query_rows *x,
+                     struct tile qt, struct tile kt, float *dkf, float *dvf) {
+  enum dtype d = a->dout.dtype;
+  int hs = a->hl->hs;
+  if (a->dv.data)
+    product(d, kt.n, hs, qt.n, weights(d, w->p, qt.n, kt.n, w->p16, 1), x->dout, 1, dvf, hs);
+  if (a->dk.data)
+    product(d, kt.n, hs, qt.n, (struct operand){d == DTYPE_F32 ? (const void *)w->ds : w->ds16, ATTENTION_TILE, 1},
+            x->q, 1, dkf, hs);
+}
+
 /* Key tile kj of kv head g in batch b: dk and dv summed over every query head sharing g
  * and every query tile that sees kj. */
 static void kv_tile_backward(const struct backward_args *a, int b, int g, int kj) {
   const struct head_layout *hl = a->hl;
   int T = hl->T, hs = hl->hs, group = hl->NH / hl->NKV;
+  enum dtype d = a->dout.dtype;
   float scale = 1.0f / sqrtf((float)hs);
-  struct backward_tiles w = backward_tiles_of(hs);
-  struct query_rows x = w.x;
-  float *kf = w.k, *vf = w.v, *dkf = w.sum1, *dvf = w.sum2, *p = w.p, *ds = w.ds;
+  struct backward_tiles w = backward_tiles_of(hs, 0);
+  float *dkf = w.sum1, *dvf = w.sum2;
   struct tile kt = tile_of(kj, T);
   size_t kva = head_at(hl, hl->kvs, b, g) + (size_t)kt.r0 * hl->kvs;
-  kv_tile_in(a->k, a->v, kva, kt, hl, kf, vf);
+  struct operand kT = rows_of(a->k, kva, hl->kvs, 1), vT = rows_of(a->v, kva, hl->kvs, 1);
   for (int h = g * group; h < (g + 1) * group; h++) {
     for (int qi = kj; qi < tiles_of(T); qi++) {
       struct tile qt = tile_of(qi, T);
-      query_rows_in(&x, a->q, a->dout, a->out, a->lse, hl, b, h, qt);
-      probabilities(p, &x, kf, qt, kt, hs, scale);
-      if (a->dk.data) score_grads(ds, p, &x, vf, qt, kt, hs, a->dout.dtype);
-      if (a->dv.data) {
-        for (int r = 0; r < qt.n; r++) dtype_round(a->dout.dtype, p + (size_t)r * ATTENTION_TILE, (size_t)kt.n);
-        onednn_sgemm(1, 0, kt.n, hs, qt.n, 1.0f, p, ATTENTION_TILE, x.dout, hs, 1.0f, dvf, hs);
+      struct query_rows x = query_rows_in(w.x, a->q, a->dout, a->out, a->lse, hl, b, h, qt);
+      probabilities(d, w.p, &x, kT, qt, kt, hs, scale);
+      if (a->dk.data) {
+        score_grads(d, w.ds, w.p, &x, vT, qt, kt, hs);
+        weights(d, w.ds, qt.n, kt.n, w.ds16, 1);
       }
-      if (a->dk.data) onednn_sgemm(1, 0, kt.n, hs, qt.n, scale, ds, ATTENTION_TILE, x.q, hs, 1.0f, dkf, hs);
+      kv_grads(a, &w, &x, qt, kt, dkf, dvf);
     }
   }
-  float *row = x.q; /* free now: a row's widening */
-  if (a->dk.data) rows_add(a->dk, kva, kt.n, hs, (size_t)hl->kvs, dkf, row);
-  if (a->dv.data) rows_add(a->dv, kva, kt.n, hs, (size_t)hl->kvs, dvf, row);
+  if (a->dk.data) rows_add(a->dk, kva, kt.n, hs, (size_t)hl->kvs, dkf, scale, w.x);
+  if (a->dv.data) rows_add(a->dv, kva, kt.n, hs, (size_t)hl->kvs, dvf, 1.0f, w.x);
 }
 
 /* Query tile qi of head h in batch b: dq over the key tiles it sees. */
 static void q_tile_backward(const struct backward_args *a, int b, int h, int qi) {
   const struct head_layout *hl = a->hl;
   int T = hl->T, hs = hl->hs;
+  enum dtype d = a->dout.dtype;
   float scale = 1.0f / sqrtf((float)hs);
-  struct backward_tiles w = backward_tiles_of(hs);
-  struct query_rows x = w.x;
-  float *kf = w.k, *vf = w.v, *dqf = w.sum1, *row = w.sum2, *p = w.p, *ds = w.ds;
+  struct backward_tiles w = backward_tiles_of(hs, 0);
+  float *dqf = w.sum1;
   struct tile qt = tile_of(qi, T);
   size_t kva = head_at(hl, hl->kvs, b, h / (hl->NH / hl->NKV));
-  query_rows_in(&x, a->q, a->dout, a->out, a->lse, hl, b, h, qt);
+  struct query_rows x = query_rows_in(w.x, a->q, a->dout, a->out, a->lse, hl, b, h, qt);
   for (int kj = 0; kj <= qi; kj++) {
     struct tile kt = tile_of(kj, T);
-    kv_tile_in(a->k, a->v, kva + (size_t)kt.r0 * hl->kvs, kt, hl, kf, vf);
-    probabilities(p, &x, kf, qt, kt, hs, scale);
-    score_grads(ds, p, &x, vf, qt, kt, hs, a->dout.dtype);
-    onednn_sgemm(0, 0, qt.n, hs, kt.n, scale, ds, ATTENTION_TILE, kf, hs, 1.0f, dqf, hs);
+    size_t at = kva + (size_t)kt.r0 * hl->kvs;
+    probabilities(d, w.p, &x, rows_of(a->k, at, hl->kvs, 1), qt, kt, hs, scale);
+    score_grads(d, w.ds, w.p, &x, rows_of(a->v, at, hl->kvs, 1), qt, kt, hs);
+    product(d, qt.n, hs, kt.n, weights(d, w.ds, qt.n, kt.n, w.ds16, 0), rows_of(a->k, at, hl->kvs, 0), 1, dqf, hs);
   }
-  rows_add(a->dq, head_at(hl, hl->qs, b, h) + (size_t)qt.r0 * hl->qs, qt.n, hs, (size_t)hl->qs, dqf, row);
+  rows_add(a->dq, head_at(hl, hl->qs, b, h) + (size_t)qt.r0 * hl->qs, qt.n, hs, (size_t)hl->qs, dqf, scale, x.wide);
 }
 
 /* Every tile of kv head g in batch b in one task: each query tile of each query head
- * sharing g, widened once, against each key tile it sees, k and v widened once for the
- * whole head. The sums run in kv_tile_backward's and q_tile_backward's orders (dk and dv
- * of a key tile over (query head, query tile) in order, dq of a query tile over its key
- * tiles in order), from the same products: the same bits. Scratch: k, v and their
- * gradients for the whole head (4 x T x hs floats), a query tile's, p and ds. */
+ * sharing g against each key tile it sees. The sums run in kv_tile_backward's and
+ * q_tile_backward's orders (dk and dv of a key tile over (query head, query tile) in
+ * order, dq of a query tile over its key tiles in order), from the same products: the
+ * same bits. Scratch: dk and dv for the whole head (2 x T x hs floats) after the tiles. */
 static void kv_head_backward(const struct backward_args *a, int b, int g) {
   const struct head_layout *hl = a->hl;
   int T = hl->T, hs = hl->hs, group = hl->NH / hl->NKV, nt = tiles_of(T);
+  enum dtype d = a->dout.dtype;
   float scale = 1.0f / sqrtf((float)hs);
-  size_t TH = (size_t)ATTENTION_TILE * hs, TT = (size_t)ATTENTION_TILE * ATTENTION_TILE, head = (size_t)T * hs;
-  float *f = cpu_scratch((query_rows_floats(hs) + TH + 2 * TT + 4 * head) * sizeof(float));
-  struct query_rows x = query_rows_at(f, hs);
-  float *dqf = f + query_rows_floats(hs), *p = dqf + TH, *ds = p + TT;
-  float *kf = ds + TT, *vf = kf + head, *dkf = vf + head, *dvf = dkf + head;
+  size_t head = (size_t)T * hs, TH = (size_t)ATTENTION_TILE * hs;
+  struct backward_tiles w = backward_tiles_of(hs, 2 * head);
+  float *dqf = w.sum1, *dkf = (float *)(w.ds16 + (size_t)ATTENTION_TILE * ATTENTION_TILE), *dvf = dkf + head;
   size_t kva = head_at(hl, hl->kvs, b, g);
-  rows_in(a->k, kva, T, hs, (size_t)hl->kvs, kf);
-  rows_in(a->v, kva, T, hs, (size_t)hl->kvs, vf);
   for (size_t e = 0; e < 2 * head; e++) dkf[e] = 0.0f; /* and dvf */
   for (int h = g * group; h < (g + 1) * group; h++)
     for (int qi = 0; qi < nt; qi++) {
       struct tile qt = tile_of(qi, T);
-      query_rows_in(&x, a->q, a->dout, a->out, a->lse, hl, b, h, qt);
+      struct query_rows x = query_rows_in(w.x, a->q, a->dout, a->out, a->lse, hl, b, h, qt);
       for (size_t e = 0; e < TH; e++) dqf[e] = 0.0f;
       for (int kj = 0; kj <= qi; kj++) {
         struct tile kt = tile_of(kj, T);
-        const float *k = kf + (size_t)kt.r0 * hs, *v = vf + (size_t)kt.r0 * hs;
-        probabilities(p, &x, k, qt, kt, hs, scale);
-        score_grads(ds, p, &x, v, qt, kt, hs, a->dout.dtype);
-        if (a->dv.data) {
-          for (int r = 0; r < qt.n; r++) dtype_round(a->dout.dtype, p + (size_t)r * ATTENTION_TILE, (size_t)kt.n);
-          onednn_sgemm(1, 0, kt.n, hs, qt.n, 1.0f, p, ATTENTION_TILE, x.dout, hs, 1.0f, dvf + (size_t)kt.r0 * hs, hs);
-        }
-        if (a->dk.data)
-          onednn_sgemm(1, 0, kt.n, hs, qt.n, scale, ds, ATTENTION_TILE, x.q, hs, 1.0f, dkf + (size_t)kt.r0 * hs, hs);
-        if (a->dq.data) onednn_sgemm(0, 0, qt.n, hs, kt.n, scale, ds, ATTENTION_TILE, k, hs, 1.0f, dqf, hs);
+        size_t at = kva + (size_t)kt.r0 * hl->kvs;
+        probabilities(d, w.p, &x, rows_of(a->k, at, hl->kvs, 1), qt, kt, hs, scale);
+        score_grads(d, w.ds, w.p, &x, rows_of(a->v, at, hl->kvs, 1), qt, kt, hs);
+        struct operand ds = weights(d, w.ds, qt.n, kt.n, w.ds16, 0);
+        kv_grads(a, &w, &x, qt, kt, dkf + (size_t)kt.r0 * hs, dvf + (size_t)kt.r0 * hs);
+        if (a->dq.data) product(d, qt.n, hs, kt.n, ds, rows_of(a->k, at, hl->kvs, 0), 1, dqf, hs);
       }
       if (a->dq.data)
-        rows_add(a->dq, head_at(hl, hl->qs, b, h) + (size_t)qt.r0 * hl->qs, qt.n, hs, (size_t)hl->qs, dqf, x.q);
+        rows_add(a->dq, head_at(hl, hl->qs, b, h) + (size_t)qt.r0 * hl->qs, qt.n, hs, (size_t)hl->qs, dqf, scale,
+                 x.wide);
     }
-  if (a->dk.data) rows_add(a->dk, kva, T, hs, (size_t)hl->kvs, dkf, x.q);
-  if (a->dv.data) rows_add(a->dv, kva, T, hs, (size_t)hl->kvs, dvf, x.q);
+  if (a->dk.data) rows_add(a->dk, kva, T, hs, (size_t)hl->kvs, dkf, scale, w.x);
+  if (a->dv.data) rows_add(a->dv, kva, T, hs, (size_t)hl->kvs, dvf, 1.0f, w.x);
 }
 
 /* One pass where the (batch, kv head) pairs are at least twice the threads; two, over
