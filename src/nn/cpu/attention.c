@@ -68,7 +68,8 @@ static struct operand rows_of(struct tensor t, size_t first, int64_t ld, int tra
 }
 
 /* c (m x n, fp32, rows ldc apart) = a b, or c += a b where accumulate, for a (m x k) and
- * b (k x n) in dtype d. */
+ * b (k x n) in dtype d: 16-bit on the calling thread's own primitives (the tiles' parallel
+ * region runs one a thread), fp32 on sgemm. */
 static void product(enum dtype d, int m, int n, int k, struct operand a, struct operand b, int accumulate, float *c,
                     int ldc) {
   if (d == DTYPE_F32) {
@@ -256,16 +257,14 @@ struct backward_args {
 };
 
 /* dv += round(p)^T dout and dk += ds^T q (unscaled) of query tile qt against key tile kt,
- * into dvf and dkf (kt.n x hs); ds rounded already where dk is wanted. */
+ * into dvf and dkf (kt.n x hs); dsT is round(ds)^T, where dk is wanted. */
 static void kv_grads(const struct backward_args *a, const struct backward_tiles *w, const struct query_rows *x,
-                     struct tile qt, struct tile kt, float *dkf, float *dvf) {
+                     struct operand dsT, struct tile qt, struct tile kt, float *dkf, float *dvf) {
   enum dtype d = a->dout.dtype;
   int hs = a->hl->hs;
   if (a->dv.data)
     product(d, kt.n, hs, qt.n, weights(d, w->p, qt.n, kt.n, w->p16, 1), x->dout, 1, dvf, hs);
-  if (a->dk.data)
-    product(d, kt.n, hs, qt.n, (struct operand){d == DTYPE_F32 ? (const void *)w->ds : w->ds16, ATTENTION_TILE, 1},
-            x->q, 1, dkf, hs);
+  if (a->dk.data) product(d, kt.n, hs, qt.n, dsT, x->q, 1, dkf, hs);
 }
 
 /* Key tile kj of kv head g in batch b: dk and dv summed over every query head sharing g
@@ -285,11 +284,12 @@ static void kv_tile_backward(const struct backward_args *a, int b, int g, int kj
       struct tile qt = tile_of(qi, T);
       struct query_rows x = query_rows_in(w.x, a->q, a->dout, a->out, a->lse, hl, b, h, qt);
       probabilities(d, w.p, &x, kT, qt, kt, hs, scale);
+      struct operand dsT = {0};
       if (a->dk.data) {
         score_grads(d, w.ds, w.p, &x, vT, qt, kt, hs);
-        weights(d, w.ds, qt.n, kt.n, w.ds16, 1);
+        dsT = weights(d, w.ds, qt.n, kt.n, w.ds16, 1);
       }
-      kv_grads(a, &w, &x, qt, kt, dkf, dvf);
+      kv_grads(a, &w, &x, dsT, qt, kt, dkf, dvf);
     }
   }
   if (a->dk.data) rows_add(a->dk, kva, kt.n, hs, (size_t)hl->kvs, dkf, scale, w.x);
@@ -342,8 +342,9 @@ static void kv_head_backward(const struct backward_args *a, int b, int g) {
         size_t at = kva + (size_t)kt.r0 * hl->kvs;
         probabilities(d, w.p, &x, rows_of(a->k, at, hl->kvs, 1), qt, kt, hs, scale);
         score_grads(d, w.ds, w.p, &x, rows_of(a->v, at, hl->kvs, 1), qt, kt, hs);
-        struct operand ds = weights(d, w.ds, qt.n, kt.n, w.ds16, 0);
-        kv_grads(a, &w, &x, qt, kt, dkf + (size_t)kt.r0 * hs, dvf + (size_t)kt.r0 * hs);
+        struct operand ds = weights(d, w.ds, qt.n, kt.n, w.ds16, 0), dsT = ds;
+        dsT.transposed = 1;
+        kv_grads(a, &w, &x, dsT, qt, kt, dkf + (size_t)kt.r0 * hs, dvf + (size_t)kt.r0 * hs);
         if (a->dq.data) product(d, qt.n, hs, kt.n, ds, rows_of(a->k, at, hl->kvs, 0), 1, dqf, hs);
       }
       if (a->dq.data)
