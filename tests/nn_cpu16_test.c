@@ -607,6 +607,7 @@ int main(void) {
     test_rope(2, 9, 3, 16, 12);
     test_attention(2, 37, 30, 5);
     test_attention(1, 150, 32, 2); /* three tiles, the last partial */
+    test_attention(1, 300, 32, 2); /* two key blocks, the last partial */
     test_gqa_attention(2, 19, 6, 2, 8, 1);
     test_gqa_attention(2, 11, 4, 4, 5, 0);
     test_gqa_attention(1, 135, 4, 2, 16, 1);
@@ -632,6 +633,7 @@ int main(void) {
     for (size_t i = 0; i < sizeof ALL / sizeof ALL[0]; i++) {
       test_attention_passes(ALL[i], 2, 150, 6, 2, 16); /* three tiles, the last partial; groups of three */
       test_attention_passes(ALL[i], 1, 70, 4, 4, 64);
+      test_attention_passes(ALL[i], 1, 300, 4, 2, 16); /* two key blocks, the last partial */
     }
   stream_destroy(cpu.stream);
   printf("nn_cpu16_test: %d checks, %d failures\n", checks, failures);

@@ -355,6 +355,7 @@ int main(int argc, char **argv) {
   test_attention("attention", B, T, C, NH);
   test_attention("attention_long", 3, 37, 30, 5);
   test_attention("attention_tiles", 2, 150, 32, 2); /* three tiles, the last partial */
+  test_attention("attention_blocks", 1, 300, 32, 2); /* two key blocks, the last partial */
   test_gelu(B * T * 4 * C);
   test_classifier("classifier", B * T, V, V);
   test_classifier("classifier_padded", B * T, V - 5, V + 3);
@@ -373,6 +374,7 @@ int main(int argc, char **argv) {
   test_gqa_attention("gqa_attention_long", 3, 37, 8, 2, 7, 1);
   test_gqa_attention("gqa_attention_tiles", 1, 135, 4, 2, 16, 1);
   test_gqa_attention("gqa_attention_tiles_nodq", 1, 135, 4, 1, 16, 0);
+  test_gqa_attention("gqa_attention_blocks", 1, 300, 4, 2, 16, 1);
   test_gqa_attention("gqa_attention_nodq", B, T, 6, 3, 5, 0);
   test_cached_attention("cached_attention_step", 1, 9, 6, 2, 5);
   test_cached_attention("cached_attention_chunk", 4, 13, 6, 3, 4);

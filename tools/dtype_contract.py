@@ -43,16 +43,16 @@ def _causal_mask(T, device):
     return torch.ones(T, T, dtype=torch.bool, device=device).tril()
 
 
-# fsdp.c's attention tiles: the running maximum of the forward moves at these keys
-# (src/nn/cpu/attention.h, ATTENTION_TILE).
-ATTENTION_TILE = 64
+# The keys fsdp.c's CPU attention takes at once: the running maximum of the forward moves
+# at these keys (src/nn/cpu/attention.h, ATTENTION_KEYS).
+ATTENTION_KEYS = 256
 
 
 class _Attention(torch.autograd.Function):
     """Causal attention over (B, heads, T, hs) q, k and v (k and v repeated for the query
     heads sharing them: autograd then sums a kv head's gradients in fp32), as fsdp.c's
     tiled attention computes it in 16 bits (src/nn/cpu/attention.c, FlashAttention-2's
-    algorithm): the forward walks the keys a tile at a time with a running row maximum m
+    algorithm): the forward walks the keys a block at a time with a running row maximum m
     and sum l, p = exp(s - m) rounded to dtype before p @ v, l summed from p unrounded,
     out = acc / l, and keeps lse = m + log l; the backward recomputes p = exp(s - lse),
     rounds it for dv, and rounds ds = p (dp - D), D = rowsum(dout * out), before dq and
@@ -66,8 +66,8 @@ class _Attention(torch.autograd.Function):
         m = torch.full(q.shape[:-1] + (1,), float("-inf"), dtype=q.dtype, device=q.device)
         l = torch.zeros_like(m)
         acc = torch.zeros_like(q)
-        for k0 in range(0, T, ATTENTION_TILE):
-            k1 = min(k0 + ATTENTION_TILE, T)
+        for k0 in range(0, T, ATTENTION_KEYS):
+            k1 = min(k0 + ATTENTION_KEYS, T)
             s = (q @ k[..., k0:k1, :].transpose(-2, -1)) * scale
             s = s.masked_fill(~mask[:, k0:k1], float("-inf"))
             m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))

@@ -1,9 +1,9 @@
 /* Causal attention, tiled as FlashAttention-2 computes it, never holding a (T, T) matrix:
- * the twin of ../cuda/flash_attention.cu and flash_attention_tc.cu, the same algorithm,
- * tiles and rounding points.
+ * the twin of ../cuda/flash_attention.cu and flash_attention_tc.cu, the same algorithm
+ * and rounding points, its query tiles as tall and its key blocks wider (attention.h).
  * For a query head with kv head g (no copy of k and v per query head), s = q k^T / sqrt(hs):
- *   forward, per query tile, over its key tiles j in order, with a running row maximum m
- *   and row sum l (fp32):  m' = max(m, rowmax s_j),  p = exp(s_j - m'),
+ *   forward, per query tile, over the blocks j of keys it sees in order, with a running
+ *   row maximum m and row sum l (fp32):  m' = max(m, rowmax s_j),  p = exp(s_j - m'),
  *     l = l exp(m - m') + rowsum(p),  acc = acc exp(m - m') + round(p) v_j;
  *   out = acc / l (rounded once),  lse = m + log l (fp32, the only thing kept: (B, NH, T)).
  *   backward, from p = exp(s - lse) recomputed per tile and D = rowsum(dout * out):
@@ -15,8 +15,9 @@
  * on oneDNN's matmul primitive (a product of two 16-bit values is exact in fp32, and the
  * sums are fp32), fp32 ones on its sgemm. The scale multiplies each score as it leaves
  * its product, and dq and dk once, as they are stored. The backward runs in two passes so
- * that each gradient has one writer: per kv tile (dk and dv, summed over the query heads
- * sharing it), then per query tile (dq): no atomics, the same bits for any thread count.
+ * that each gradient has one writer: per 64-key tile (dk and dv, summed over the query
+ * heads sharing it), then per query tile (dq, over its key blocks): no atomics, the same
+ * bits for any thread count.
  * Where there are enough (batch, kv head) pairs to keep the threads busy, one task a pair
  * does both passes' work in one (kv_head_backward), each tile's probabilities and score
  * gradients computed once instead of twice, with every sum in the same order: the same
@@ -46,7 +47,16 @@ static struct tile tile_of(int i, int T) {
 
 static int tiles_of(int T) { return (T + ATTENTION_TILE - 1) / ATTENTION_TILE; }
 
-/* The keys of kt that row r of qt sees (at least one: the tiles visited start no later
+/* Key block j of the keys query tile qt sees (causal: up to its last row): ATTENTION_KEYS
+ * keys from j * ATTENTION_KEYS on, fewer in the last. */
+static struct tile keys_of(int j, struct tile qt) {
+  int r0 = j * ATTENTION_KEYS, end = qt.r0 + qt.n;
+  return (struct tile){r0, end - r0 < ATTENTION_KEYS ? end - r0 : ATTENTION_KEYS};
+}
+
+static int key_blocks_of(struct tile qt) { return (qt.r0 + qt.n + ATTENTION_KEYS - 1) / ATTENTION_KEYS; }
+
+/* The keys of kt that row r of qt sees (at least one: the keys visited start no later
  * than the query tile). The softmax's loops stop there and the rest of a row's weights are
  * 0 (exp(-inf), without glibc's vector expf falling back to its scalar code for them). */
 static int visible(struct tile qt, struct tile kt, int r) {
@@ -87,20 +97,20 @@ static void product(enum dtype d, int m, int n, int k, struct operand a, struct 
   onednn_matmul_alone(&mm, a.data, b.data, NULL, c);
 }
 
-/* A tile of weights (rows n of cols, ATTENTION_TILE apart) as a product's operand: in a
- * 16-bit d, rounded into w16 (ATTENTION_TILE x ATTENTION_TILE values); fp32 ones as they are. */
+/* A tile of weights (rows n of cols, ATTENTION_KEYS apart) as a product's operand: in a
+ * 16-bit d, rounded into w16 (ATTENTION_TILE x ATTENTION_KEYS values); fp32 ones as they are. */
 static struct operand weights(enum dtype d, const float *w, int n, int cols, uint16_t *w16, int transposed) {
-  if (d == DTYPE_F32) return (struct operand){w, ATTENTION_TILE, transposed};
-  dtype_pack_rows(d, w, ATTENTION_TILE, w16, ATTENTION_TILE, (size_t)n, (size_t)cols);
-  return (struct operand){w16, ATTENTION_TILE, transposed};
+  if (d == DTYPE_F32) return (struct operand){w, ATTENTION_KEYS, transposed};
+  dtype_pack_rows(d, w, ATTENTION_KEYS, w16, ATTENTION_KEYS, (size_t)n, (size_t)cols);
+  return (struct operand){w16, ATTENTION_KEYS, transposed};
 }
 
 /* ---- Forward ---- */
 
-/* Scratch floats of a forward tile: acc (TILE x hs), s (TILE x TILE), m, l, and p's
- * 16-bit values (TILE x TILE, in half as many floats). */
+/* Scratch floats of a forward tile: acc (TILE x hs), s (TILE x KEYS), m, l, and p's
+ * 16-bit values (TILE x KEYS, in half as many floats). */
 static size_t forward_floats(int hs) {
-  return (size_t)ATTENTION_TILE * hs + (size_t)ATTENTION_TILE * ATTENTION_TILE * 3 / 2 + 2 * ATTENTION_TILE;
+  return (size_t)ATTENTION_TILE * hs + (size_t)ATTENTION_TILE * ATTENTION_KEYS * 3 / 2 + 2 * ATTENTION_TILE;
 }
 
 /* Query tile qi of head h in batch b, in the thread's scratch. */
@@ -110,19 +120,19 @@ static void forward_tile(struct tensor out, struct tensor lse, struct tensor q, 
   enum dtype d = out.dtype;
   float scale = 1.0f / sqrtf((float)hs);
   float *acc = cpu_scratch(forward_floats(hs) * sizeof(float)), *s = acc + (size_t)ATTENTION_TILE * hs;
-  float *m = s + (size_t)ATTENTION_TILE * ATTENTION_TILE, *l = m + ATTENTION_TILE;
+  float *m = s + (size_t)ATTENTION_TILE * ATTENTION_KEYS, *l = m + ATTENTION_TILE;
   uint16_t *p16 = (uint16_t *)(l + ATTENTION_TILE);
   struct tile qt = tile_of(qi, T);
   struct operand qrows = rows_of(q, head_at(hl, hl->qs, b, h) + (size_t)qt.r0 * hl->qs, hl->qs, 0);
   size_t kva = head_at(hl, hl->kvs, b, h / (hl->NH / hl->NKV));
   for (int r = 0; r < qt.n; r++) m[r] = -INFINITY, l[r] = 0.0f;
   for (size_t e = 0; e < (size_t)qt.n * hs; e++) acc[e] = 0.0f;
-  for (int kj = 0; kj <= qi; kj++) {
-    struct tile kt = tile_of(kj, T);
+  for (int j = 0; j < key_blocks_of(qt); j++) {
+    struct tile kt = keys_of(j, qt);
     size_t at = kva + (size_t)kt.r0 * hl->kvs;
-    product(d, qt.n, kt.n, hs, qrows, rows_of(k, at, hl->kvs, 1), 0, s, ATTENTION_TILE);
+    product(d, qt.n, kt.n, hs, qrows, rows_of(k, at, hl->kvs, 1), 0, s, ATTENTION_KEYS);
     for (int r = 0; r < qt.n; r++) {
-      float *row = s + (size_t)r * ATTENTION_TILE, mx = m[r], sum = 0.0f;
+      float *row = s + (size_t)r * ATTENTION_KEYS, mx = m[r], sum = 0.0f;
       int seen = visible(qt, kt, r);
 #pragma omp simd reduction(max : mx)
       for (int c = 0; c < seen; c++) {
@@ -199,9 +209,9 @@ static struct query_rows query_rows_in(float *f, struct tensor q, struct tensor 
 /* s (qt.n, kt.n) = p = exp(scores - lse), 0 where masked, unrounded. */
 static void probabilities(enum dtype d, float *s, const struct query_rows *x, struct operand k, struct tile qt,
                           struct tile kt, int hs, float scale) {
-  product(d, qt.n, kt.n, hs, x->q, k, 0, s, ATTENTION_TILE);
+  product(d, qt.n, kt.n, hs, x->q, k, 0, s, ATTENTION_KEYS);
   for (int r = 0; r < qt.n; r++) {
-    float *row = s + (size_t)r * ATTENTION_TILE, lr = x->lse[r];
+    float *row = s + (size_t)r * ATTENTION_KEYS, lr = x->lse[r];
     int seen = visible(qt, kt, r);
 #pragma omp simd
     for (int c = 0; c < seen; c++) row[c] = expf(row[c] * scale - lr);
@@ -212,24 +222,24 @@ static void probabilities(enum dtype d, float *s, const struct query_rows *x, st
 /* ds (qt.n, kt.n, in dp's place) = p * (dout v^T - D), unrounded. */
 static void score_grads(enum dtype d, float *dp, const float *p, const struct query_rows *x, struct operand v,
                         struct tile qt, struct tile kt, int hs) {
-  product(d, qt.n, kt.n, hs, x->dout, v, 0, dp, ATTENTION_TILE);
+  product(d, qt.n, kt.n, hs, x->dout, v, 0, dp, ATTENTION_KEYS);
   for (int r = 0; r < qt.n; r++) {
-    float *row = dp + (size_t)r * ATTENTION_TILE, Dr = x->D[r];
-    const float *prow = p + (size_t)r * ATTENTION_TILE;
+    float *row = dp + (size_t)r * ATTENTION_KEYS, Dr = x->D[r];
+    const float *prow = p + (size_t)r * ATTENTION_KEYS;
 #pragma omp simd
     for (int c = 0; c < kt.n; c++) row[c] = prow[c] * (row[c] - Dr);
   }
 }
 
 /* A backward task's tiles in the thread's scratch: a query_rows' floats, two gradient
- * sums (TILE x hs, zeroed), p and ds (TILE x TILE), and their 16-bit values. */
+ * sums (TILE x hs, zeroed), p and ds (TILE x KEYS), and their 16-bit values. */
 struct backward_tiles {
   float *x, *sum1, *sum2, *p, *ds;
   uint16_t *p16, *ds16;
 };
 
 static struct backward_tiles backward_tiles_of(int hs, size_t extra_floats) {
-  size_t TH = (size_t)ATTENTION_TILE * hs, TT = (size_t)ATTENTION_TILE * ATTENTION_TILE;
+  size_t TH = (size_t)ATTENTION_TILE * hs, TT = (size_t)ATTENTION_TILE * ATTENTION_KEYS;
   float *f = cpu_scratch((query_rows_floats(hs) + 2 * TH + 3 * TT + extra_floats) * sizeof(float));
   float *sum1 = f + query_rows_floats(hs), *p = sum1 + 2 * TH, *ds = p + TT;
   struct backward_tiles w = {f, sum1, sum1 + TH, p, ds, (uint16_t *)(ds + TT), (uint16_t *)(ds + TT) + TT};
@@ -296,7 +306,7 @@ static void kv_tile_backward(const struct backward_args *a, int b, int g, int kj
   if (a->dv.data) rows_add(a->dv, kva, kt.n, hs, (size_t)hl->kvs, dvf, 1.0f, w.x);
 }
 
-/* Query tile qi of head h in batch b: dq over the key tiles it sees. */
+/* Query tile qi of head h in batch b: dq over the key blocks it sees. */
 static void q_tile_backward(const struct backward_args *a, int b, int h, int qi) {
   const struct head_layout *hl = a->hl;
   int T = hl->T, hs = hl->hs;
@@ -307,8 +317,8 @@ static void q_tile_backward(const struct backward_args *a, int b, int h, int qi)
   struct tile qt = tile_of(qi, T);
   size_t kva = head_at(hl, hl->kvs, b, h / (hl->NH / hl->NKV));
   struct query_rows x = query_rows_in(w.x, a->q, a->dout, a->out, a->lse, hl, b, h, qt);
-  for (int kj = 0; kj <= qi; kj++) {
-    struct tile kt = tile_of(kj, T);
+  for (int j = 0; j < key_blocks_of(qt); j++) {
+    struct tile kt = keys_of(j, qt);
     size_t at = kva + (size_t)kt.r0 * hl->kvs;
     probabilities(d, w.p, &x, rows_of(a->k, at, hl->kvs, 1), qt, kt, hs, scale);
     score_grads(d, w.ds, w.p, &x, rows_of(a->v, at, hl->kvs, 1), qt, kt, hs);
@@ -318,10 +328,12 @@ static void q_tile_backward(const struct backward_args *a, int b, int h, int qi)
 }
 
 /* Every tile of kv head g in batch b in one task: each query tile of each query head
- * sharing g against each key tile it sees. The sums run in kv_tile_backward's and
- * q_tile_backward's orders (dk and dv of a key tile over (query head, query tile) in
- * order, dq of a query tile over its key tiles in order), from the same products: the
- * same bits. Scratch: dk and dv for the whole head (2 x T x hs floats) after the tiles. */
+ * sharing g against each block of keys it sees. The sums run in kv_tile_backward's and
+ * q_tile_backward's orders (dk and dv of a key over (query head, query tile) in order,
+ * dq of a query tile over its key blocks in order), each key's row of a product the
+ * same sum over the query tile whether the product spans its 64-key tile or its block:
+ * the same bits. Scratch: dk and dv for the whole head (2 x T x hs floats) after the
+ * tiles. */
 static void kv_head_backward(const struct backward_args *a, int b, int g) {
   const struct head_layout *hl = a->hl;
   int T = hl->T, hs = hl->hs, group = hl->NH / hl->NKV, nt = tiles_of(T);
@@ -329,7 +341,7 @@ static void kv_head_backward(const struct backward_args *a, int b, int g) {
   float scale = 1.0f / sqrtf((float)hs);
   size_t head = (size_t)T * hs, TH = (size_t)ATTENTION_TILE * hs;
   struct backward_tiles w = backward_tiles_of(hs, 2 * head);
-  float *dqf = w.sum1, *dkf = (float *)(w.ds16 + (size_t)ATTENTION_TILE * ATTENTION_TILE), *dvf = dkf + head;
+  float *dqf = w.sum1, *dkf = (float *)(w.ds16 + (size_t)ATTENTION_TILE * ATTENTION_KEYS), *dvf = dkf + head;
   size_t kva = head_at(hl, hl->kvs, b, g);
   for (size_t e = 0; e < 2 * head; e++) dkf[e] = 0.0f; /* and dvf */
   for (int h = g * group; h < (g + 1) * group; h++)
@@ -337,8 +349,8 @@ static void kv_head_backward(const struct backward_args *a, int b, int g) {
       struct tile qt = tile_of(qi, T);
       struct query_rows x = query_rows_in(w.x, a->q, a->dout, a->out, a->lse, hl, b, h, qt);
       for (size_t e = 0; e < TH; e++) dqf[e] = 0.0f;
-      for (int kj = 0; kj <= qi; kj++) {
-        struct tile kt = tile_of(kj, T);
+      for (int j = 0; j < key_blocks_of(qt); j++) {
+        struct tile kt = keys_of(j, qt);
         size_t at = kva + (size_t)kt.r0 * hl->kvs;
         probabilities(d, w.p, &x, rows_of(a->k, at, hl->kvs, 1), qt, kt, hs, scale);
         score_grads(d, w.ds, w.p, &x, rows_of(a->v, at, hl->kvs, 1), qt, kt, hs);

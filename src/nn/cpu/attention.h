@@ -11,6 +11,13 @@
  * are as wide, so that the running maximum moves at the same keys. */
 enum { ATTENTION_TILE = 64 };
 
+/* Keys a query tile meets in one product on the CPU: each 16-bit product is a call of its
+ * own (microseconds of dispatch), so a tile takes its keys in blocks this wide, a
+ * block's scores (TILE x KEYS fp32, 64 KiB) still in L2. The running maximum then moves
+ * once a block, where the CUDA kernel's moves once a 64-key tile: the same algorithm and
+ * rounding points, sums in another order. A multiple of ATTENTION_TILE. */
+enum { ATTENTION_KEYS = 256 };
+
 /* GPT-2's packed qkv and Llama's separate q, k, v share the kernels: q, k and v are
  * (B, T, heads, hs) views whose positions are qs and kvs elements apart (3C for all three
  * in a packed qkv); NH query heads share NKV kv heads, query head h using kv head
