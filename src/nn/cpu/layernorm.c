@@ -6,8 +6,10 @@
 
 #define LN_EPS 1e-5f
 /* Columns per task in the weight/bias gradient: each task owns a block of
- * columns, so threads never share an accumulator and rows stay contiguous. */
+ * columns, so threads never share an accumulator and rows stay contiguous; 16-bit
+ * rows are widened LN_ROW_BLOCK at a time. */
 #define LN_COL_BLOCK 64
+#define LN_ROW_BLOCK 32
 
 /* mean = sum(x) / C, var = sum((x - mean)^2) / C (biased, as PyTorch),
  * rstd = 1 / sqrt(var + eps). Two passes over the row: var from centred values does not
@@ -121,18 +123,21 @@ static void layernorm_backward_params(struct tensor dweight, struct tensor dbias
   for (int blk = 0; blk < nblocks; blk++) {
     int c0 = blk * LN_COL_BLOCK;
     int width = c0 + LN_COL_BLOCK < C ? LN_COL_BLOCK : C - c0;
-    float *buf = span_scratch(inp.dtype, 2 * LN_COL_BLOCK);
+    float *buf = span_scratch(inp.dtype, 2 * LN_ROW_BLOCK * LN_COL_BLOCK);
     float dw[LN_COL_BLOCK] = {0}, db[LN_COL_BLOCK] = {0};
     if (dweight.data) span_get(dweight, (size_t)c0, (size_t)width, dw);
     if (dbias.data) span_get(dbias, (size_t)c0, (size_t)width, db);
-    for (int i = 0; i < N; i++) {
-      size_t at = (size_t)i * C + c0;
-      const float *x = span_in(inp, at, (size_t)width, buf);
-      const float *d = span_in(dout, at, (size_t)width, scratch_at(buf, LN_COL_BLOCK));
-      float m = mean[i], s = rstd[i];
-      for (int c = 0; c < width; c++) {
-        db[c] += d[c];
-        dw[c] += d[c] * (x[c] - m) * s;
+    for (int i0 = 0; i0 < N; i0 += LN_ROW_BLOCK) {
+      int rows = N - i0 < LN_ROW_BLOCK ? N - i0 : LN_ROW_BLOCK;
+      size_t at = (size_t)i0 * C + c0, ldx, ldd;
+      const float *x = rows_view(inp, at, rows, width, (size_t)C, buf, &ldx);
+      const float *d = rows_view(dout, at, rows, width, (size_t)C, scratch_at(buf, LN_ROW_BLOCK * LN_COL_BLOCK), &ldd);
+      for (int r = 0; r < rows; r++) {
+        float m = mean[i0 + r], s = rstd[i0 + r];
+        for (int c = 0; c < width; c++) {
+          db[c] += d[r * ldd + c];
+          dw[c] += d[r * ldd + c] * (x[r * ldx + c] - m) * s;
+        }
       }
     }
     if (dweight.data) span_put(dweight, (size_t)c0, (size_t)width, dw);

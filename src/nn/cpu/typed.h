@@ -79,6 +79,20 @@ static inline void rows_in(struct tensor t, size_t first, int rows, int cols, si
   for (int r = 0; r < rows; r++) span_get(t, first + (size_t)r * stride, (size_t)cols, buf + (size_t)r * cols);
 }
 
+/* rows rows of cols elements of t (the first at element first, each stride elements after
+ * the one before) as fp32 rows *ld elements apart: t's own (*ld = stride), or widened
+ * into buf (rows x cols floats, *ld = cols). */
+static inline const float *rows_view(struct tensor t, size_t first, int rows, int cols, size_t stride, float *buf,
+                                     size_t *ld) {
+  if (t.dtype == DTYPE_F32) {
+    *ld = stride;
+    return (const float *)t.data + first;
+  }
+  dtype_unpack_rows(t.dtype, (const uint16_t *)t.data + first, stride, buf, (size_t)cols, (size_t)rows, (size_t)cols);
+  *ld = (size_t)cols;
+  return buf;
+}
+
 /* The reverse of rows_in: buf's rows stored into t, rounded once if 16-bit. */
 static inline void rows_store(struct tensor t, size_t first, int rows, int cols, size_t stride, const float *buf) {
   if (t.dtype != DTYPE_F32) {
