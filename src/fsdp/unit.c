@@ -108,8 +108,10 @@ static float *shard_on_device(struct fsdp_unit *u) {
   return u->gather_input;
 }
 
-/* Replicated, the shard is the whole flat parameter: it is cast to the 16-bit dtype the
- * kernels compute in, or copied (fp32 offloaded: the unit owns a device copy). */
+/* Replicated, or sharded over a group of one rank, the shard is the whole flat
+ * parameter: it is cast to the 16-bit dtype the kernels compute in, or copied (fp32
+ * offloaded: the unit owns a device copy; or the shard's own buffer), with no collective,
+ * which would only copy it again. */
 static void copy_replicated(struct fsdp_unit *u) {
   struct stream *s = u->streams->all_gather;
   struct nn_ctx c = ctx_on(u, s);
@@ -151,7 +153,7 @@ void fsdp_unit_unshard(struct fsdp_unit *u) {
   /* The all-gather writes straight into the buffer the parameter views point into. */
   u->param_full = device_alloc(device_of(u), full_bytes(u), MEM_UNSHARDED_PARAMS, s->all_gather);
   after_compute(u, s->all_gather);
-  if (u->strategy == SHARD_NONE)
+  if (u->strategy == SHARD_NONE || comm_size(s->all_gather_group) == 1)
     copy_replicated(u);
   else if (u->mp.param_dtype != DTYPE_F32)
     gather_low_precision(u, label.text);

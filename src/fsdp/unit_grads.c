@@ -80,6 +80,12 @@ static void *launch_reduction(struct fsdp_unit *u, const char *label, float *out
     return grads;
   }
   enum dtype rd = u->mp.reduce_dtype;
+  if (comm_size(s->reduce_scatter_group) == 1 && (rd == DTYPE_F32 || rd == gd)) {
+    /* One rank's average is its own gradient, which a reduction in a dtype that rounds
+     * nothing leaves as it is: widened into out, with no collective to copy it again. */
+    nn_cast(&c, tensor_1d(out, DTYPE_F32, shard), tensor_1d(u->grad_full, gd, shard));
+    return u->grad_full;
+  }
   void *send = u->grad_full;
   enum dtype sd = gd;
   if (gd != DTYPE_F32 && gd != rd) {
