@@ -115,8 +115,8 @@ static void run_gelu_forward(void *s) {
 static void run_gelu_backward(void *s) {
   struct layers *l = s;
   size_t n = (size_t)l->N * 4 * l->C;
-  /* Into a copy of the gradient each time: it stays bounded. */
-  nn_gelu_backward(&cpu, t1(l->dh4, n), t1(l->h4, n), t1(l->h4, n));
+  /* Overwriting its gradient, as GPT-2's backward does. */
+  nn_gelu_backward(&cpu, t1(l->dh4, n), NN_GRAD_SET, t1(l->h4, n), t1(l->h4, n));
 }
 static void run_residual(void *s) {
   struct layers *l = s;

@@ -1,5 +1,6 @@
 /* GFLOP/s of fsdp.c's CPU matmul (nn_matmul_forward and nn_matmul_backward: the
- * forward, dinp and dweight products, bias included) on the linear layers of a GPT-2
+ * forward, dinp (overwritten, as the models' backward does) and dweight (accumulated)
+ * products, bias included) on the linear layers of a GPT-2
  * step: per block qkv (C -> 3C), attention projection (C -> C), MLP up (C -> 4C) and
  * down (4C -> C), then the LM head (C -> V). Prints one line per product and a JSON
  * summary line: total FLOP of a step's products over their total time.
@@ -60,7 +61,7 @@ static double time_product(enum product p, enum dtype d, int N, int C, int OC, d
     if (p == FORWARD)
       nn_matmul_forward(&cpu, tout, tinp, tweight, tbias);
     else
-      nn_matmul_backward(&cpu, p == DINP ? tensor_2d(dinp, d, N, C) : TENSOR_NONE,
+      nn_matmul_backward(&cpu, p == DINP ? tensor_2d(dinp, d, N, C) : TENSOR_NONE, NN_GRAD_SET,
                          p == DWEIGHT ? tensor_2d(dweight, d, OC, C) : TENSOR_NONE,
                          p == DWEIGHT ? tensor_1d(bias, d, OC) : TENSOR_NONE, tout, tinp, tweight);
     if (run >= 0) t[n++] = now_s() - t0;

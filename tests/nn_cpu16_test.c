@@ -241,8 +241,8 @@ static void test_elementwise(size_t n) {
   nn_gelu_forward(&cpu, F(out, n), F(x, n));
   nn_gelu_forward(&cpu, H(out, n), H(x, n));
   expect("gelu_forward", &out, ROUNDED);
-  nn_gelu_backward(&cpu, F(dx, n), F(x, n), F(y, n));
-  nn_gelu_backward(&cpu, H(dx, n), H(x, n), H(y, n));
+  nn_gelu_backward(&cpu, F(dx, n), NN_GRAD_ADD, F(x, n), F(y, n));
+  nn_gelu_backward(&cpu, H(dx, n), NN_GRAD_ADD, H(x, n), H(y, n));
   expect("gelu_backward", &dx, ROUNDED);
   nn_swiglu_forward(&cpu, F(out, n), F(y, n), F(x, n));
   nn_swiglu_forward(&cpu, H(out, n), H(y, n), H(x, n));

@@ -236,11 +236,13 @@ static void test_layernorm(const struct shape *s, enum dtype d) {
 
 /* The linear layers of a block: qkv (OC = 3C, with a bias), and, with bias_offset 1, a
  * bias one element past an aligned address, which cuBLASLt's epilogue may refuse (the
- * broadcast path then adds it). */
+ * broadcast path then adds it). Without a bias, dinp is overwritten (NN_GRAD_SET, as the
+ * models call it: beta 0), its random values ignored. */
 static void test_matmul(const struct shape *s, enum dtype d, int OC, int with_bias, int bias_offset) {
   char what[96];
   size_t N = (size_t)s->B * s->T, C = s->C;
-  const char *variant = !with_bias ? "no bias" : bias_offset ? "bias misaligned" : "bias";
+  const char *variant = !with_bias ? "no bias, dinp set" : bias_offset ? "bias misaligned" : "bias";
+  enum nn_grad mode = with_bias ? NN_GRAD_ADD : NN_GRAD_SET;
   struct pair inp = random_pair(d, N * C, 1.0f), weight = random_pair(d, (size_t)OC * C, 0.2f);
   struct pair bias = random_pair(d, (size_t)OC + 1, 1.0f);
   struct tensor cbias = with_bias ? tensor_1d(bias.cpu + bias_offset, DTYPE_F32, OC) : TENSOR_NONE;
@@ -255,9 +257,9 @@ static void test_matmul(const struct shape *s, enum dtype d, int OC, int with_bi
 
   struct pair dout = random_pair(d, N * OC, 1.0f), dinp = random_pair(d, N * C, 1.0f);
   struct pair dweight = random_pair(d, (size_t)OC * C, 1.0f);
-  nn_matmul_backward(&cpu_ctx, cpu2(&dinp, C), cpu2(&dweight, C), cbias, cpu2(&dout, OC), cpu2(&inp, C),
+  nn_matmul_backward(&cpu_ctx, cpu2(&dinp, C), mode, cpu2(&dweight, C), cbias, cpu2(&dout, OC), cpu2(&inp, C),
                      cpu2(&weight, C));
-  nn_matmul_backward(&gpu_ctx, gpu2(&dinp, C), gpu2(&dweight, C), gbias, gpu2(&dout, OC), gpu2(&inp, C),
+  nn_matmul_backward(&gpu_ctx, gpu2(&dinp, C), mode, gpu2(&dweight, C), gbias, gpu2(&dout, OC), gpu2(&inp, C),
                      gpu2(&weight, C));
   snprintf(what, sizeof what, "matmul_backward dinp (%s)", variant);
   expect(s->name, what, &dinp, CLOSE);
@@ -303,10 +305,13 @@ static void test_elementwise(const struct shape *s, enum dtype d) {
   nn_gelu_forward(&cpu_ctx, cpu1(&out), cpu1(&x));
   nn_gelu_forward(&gpu_ctx, gpu1(&out), gpu1(&x));
   expect(s->name, "gelu_forward", &out, CLOSE);
-  /* y serves as dout, out as the dinp it accumulates into. */
-  nn_gelu_backward(&cpu_ctx, cpu1(&out), cpu1(&x), cpu1(&y));
-  nn_gelu_backward(&gpu_ctx, gpu1(&out), gpu1(&x), gpu1(&y));
+  /* y serves as dout, out as the dinp it accumulates into, then the one it overwrites. */
+  nn_gelu_backward(&cpu_ctx, cpu1(&out), NN_GRAD_ADD, cpu1(&x), cpu1(&y));
+  nn_gelu_backward(&gpu_ctx, gpu1(&out), NN_GRAD_ADD, gpu1(&x), gpu1(&y));
   expect(s->name, "gelu_backward", &out, CLOSE);
+  nn_gelu_backward(&cpu_ctx, cpu1(&out), NN_GRAD_SET, cpu1(&x), cpu1(&y));
+  nn_gelu_backward(&gpu_ctx, gpu1(&out), NN_GRAD_SET, gpu1(&x), gpu1(&y));
+  expect(s->name, "gelu_backward (set)", &out, CLOSE);
   nn_residual_forward(&cpu_ctx, cpu1(&out), cpu1(&x), cpu1(&y));
   nn_residual_forward(&gpu_ctx, gpu1(&out), gpu1(&x), gpu1(&y));
   expect(s->name, "residual_forward", &out, EXACT);

@@ -148,12 +148,12 @@ def check_attention(c, kernel):
     ])
 
 
-def check_gelu(c):
-    r = c.group("gelu")
+def check_gelu(c, kernel):
+    r = c.group(kernel)
     x = leaf(r["inp"])
     out = F.gelu(x, approximate="tanh")
     (dx,) = grads(out, r["dout"], (x,))
-    c.compare("gelu", [
+    c.compare(kernel, [
         ("out", r["out"], out.detach()),
         ("dinp", r["dinp"], r["dinp0"] + dx),
     ])
@@ -303,11 +303,13 @@ def main():
         lambda: check_layernorm(c),
         lambda: check_matmul(c, "matmul"),
         lambda: check_matmul(c, "matmul_nobias"),
+        lambda: check_matmul(c, "matmul_set"),
         lambda: check_attention(c, "attention"),
         lambda: check_attention(c, "attention_long"),
         lambda: check_attention(c, "attention_tiles"),
         lambda: check_attention(c, "attention_blocks"),
-        lambda: check_gelu(c),
+        lambda: check_gelu(c, "gelu"),
+        lambda: check_gelu(c, "gelu_set"),
         lambda: check_classifier(c, "classifier"),
         lambda: check_classifier(c, "classifier_padded"),
         lambda: check_rmsnorm(c, "rmsnorm"),

@@ -109,8 +109,10 @@ static void test_layernorm(int N, int C) {
   free(dinp0), free(dweight0), free(dbias0), free(dinp), free(dweight), free(dbias);
 }
 
-/* with_bias = 0 passes NULL for bias and dbias, the path of the bias-free LM head. */
-static void test_matmul(const char *kernel, int N, int C, int OC, int with_bias) {
+/* with_bias = 0 passes NULL for bias and dbias, the path of the bias-free LM head.
+ * NN_GRAD_SET overwrites a dinp that holds random values: the file's dinp0 is then 0, so
+ * the check's dinp0 + the gradient is the gradient alone. */
+static void test_matmul(const char *kernel, int N, int C, int OC, int with_bias, enum nn_grad mode) {
   char name[64];
   float *inp = randn((size_t)N * C, 1.0f, 0.0f), *weight = randn((size_t)OC * C, 1.0f, 0.0f);
   float *bias = with_bias ? randn((size_t)OC, 1.0f, 0.0f) : NULL;
@@ -120,8 +122,9 @@ static void test_matmul(const char *kernel, int N, int C, int OC, int with_bias)
   float *dinp = copy(dinp0, (size_t)N * C), *dweight = copy(dweight0, (size_t)OC * C);
   float *dbias = copy(dbias0, (size_t)OC);
   nn_matmul_forward(&cpu, f2(out, N, OC), f2(inp, N, C), f2(weight, OC, C), with_bias ? f1(bias, OC) : TENSOR_NONE);
-  nn_matmul_backward(&cpu, f2(dinp, N, C), f2(dweight, OC, C), with_bias ? f1(dbias, OC) : TENSOR_NONE,
+  nn_matmul_backward(&cpu, f2(dinp, N, C), mode, f2(dweight, OC, C), with_bias ? f1(dbias, OC) : TENSOR_NONE,
                      f2(dout, N, OC), f2(inp, N, C), f2(weight, OC, C));
+  if (mode == NN_GRAD_SET) memset(dinp0, 0, (size_t)N * C * sizeof *dinp0);
   W(inp, DIMS(N, C));
   W(weight, DIMS(OC, C));
   if (with_bias) {
@@ -158,14 +161,15 @@ static void test_attention(const char *kernel, int B, int T, int C, int NH) {
   free(qkv), free(out), free(lse), free(dout), free(dqkv0), free(dqkv);
 }
 
-static void test_gelu(int N) {
-  const char *kernel = "gelu";
+/* NN_GRAD_SET as in test_matmul. */
+static void test_gelu(const char *kernel, int N, enum nn_grad mode) {
   char name[64];
   /* Scale 3 reaches the tails, where tanh saturates. */
   float *inp = randn((size_t)N, 3.0f, 0.0f), *out = randn((size_t)N, 1.0f, 0.0f);
   float *dout = randn((size_t)N, 1.0f, 0.0f), *dinp0 = randn((size_t)N, 1.0f, 0.0f), *dinp = copy(dinp0, (size_t)N);
   nn_gelu_forward(&cpu, f1(out, N), f1(inp, N));
-  nn_gelu_backward(&cpu, f1(dinp, N), f1(inp, N), f1(dout, N));
+  nn_gelu_backward(&cpu, f1(dinp, N), mode, f1(inp, N), f1(dout, N));
+  if (mode == NN_GRAD_SET) memset(dinp0, 0, (size_t)N * sizeof *dinp0);
   W(inp, DIMS(N));
   W(out, DIMS(N));
   W(dout, DIMS(N));
@@ -350,13 +354,15 @@ int main(int argc, char **argv) {
   test_encoder("encoder", B, T, C, V, T + 2, 1);
   test_encoder("encoder_nopos", B, T, C, V, T + 2, 0);
   test_layernorm(B * T, C);
-  test_matmul("matmul", B * T, C, OC, 1);
-  test_matmul("matmul_nobias", B * T, C, OC, 0);
+  test_matmul("matmul", B * T, C, OC, 1, NN_GRAD_ADD);
+  test_matmul("matmul_nobias", B * T, C, OC, 0, NN_GRAD_ADD);
+  test_matmul("matmul_set", B * T, C, OC, 1, NN_GRAD_SET);
   test_attention("attention", B, T, C, NH);
   test_attention("attention_long", 3, 37, 30, 5);
   test_attention("attention_tiles", 2, 150, 32, 2); /* three tiles, the last partial */
   test_attention("attention_blocks", 1, 300, 32, 2); /* two key blocks, the last partial */
-  test_gelu(B * T * 4 * C);
+  test_gelu("gelu", B * T * 4 * C, NN_GRAD_ADD);
+  test_gelu("gelu_set", B * T * 4 * C, NN_GRAD_SET);
   test_classifier("classifier", B * T, V, V);
   test_classifier("classifier_padded", B * T, V - 5, V + 3);
   /* 131 columns: three blocks of the weight gradient, the last one short. An offset of

@@ -108,7 +108,7 @@ static void run(const struct problem *p, struct operands *o) {
   int N = p->N, C = p->C, OC = p->OC;
   nn_matmul_forward(&cpu, t2(&o->out, N, OC), t2(&o->inp, N, C), t2(&o->weight, OC, C),
                     p->with_bias ? tensor_1d(o->bias.data, o->bias.dtype, OC) : TENSOR_NONE);
-  nn_matmul_backward(&cpu, p->with_dinp ? t2(&o->dinp, N, C) : TENSOR_NONE, t2(&o->dweight, OC, C),
+  nn_matmul_backward(&cpu, p->with_dinp ? t2(&o->dinp, N, C) : TENSOR_NONE, NN_GRAD_ADD, t2(&o->dweight, OC, C),
                      p->with_bias ? tensor_1d(o->dbias.data, o->dbias.dtype, OC) : TENSOR_NONE, t2(&o->dout, N, OC),
                      t2(&o->inp, N, C), t2(&o->weight, OC, C));
 }

@@ -7,8 +7,9 @@
  *
  * Layer ops in the style of llm.c: one forward and one backward per layer, N = B * T
  * rows. Every backward ACCUMULATES (+=) into its gradient outputs; the caller zeroes
- * them first. A gradient output may be TENSOR_NONE where it is not needed. Tensors are
- * in the compute dtype (nn_compute_dtype), token ids in int32. */
+ * them first, except an input gradient given with an enum nn_grad. A gradient output
+ * may be TENSOR_NONE where it is not needed. Tensors are in the compute dtype
+ * (nn_compute_dtype), token ids in int32. */
 #ifndef FSDP_NN_H
 #define FSDP_NN_H
 
@@ -24,6 +25,12 @@ struct nn_ctx {
   struct device *device;
   struct stream *stream;
 };
+
+/* How a backward writes an input gradient that comes with a mode: NN_GRAD_ADD adds to
+ * what the buffer holds (a gradient summed over several uses of the input); NN_GRAD_SET
+ * overwrites it, so that a buffer nothing has written yet needs no zeroing and is never
+ * read (4% of a CPU step of shakespeare-char went to zeroing and reading them back). */
+enum nn_grad { NN_GRAD_ADD, NN_GRAD_SET };
 
 /* The dtype the kernels of d compute in for parameters stored in param_dtype: fp32 on
  * the CPU (from the rounded values), the 16-bit dtype itself on a GPU. */
@@ -47,8 +54,8 @@ void nn_layernorm_backward(const struct nn_ctx *c, struct tensor dinp, struct te
 /* out (N, OC) = inp (N, C) @ weight (OC, C)^T + bias (OC, or TENSOR_NONE). */
 void nn_matmul_forward(const struct nn_ctx *c, struct tensor out, struct tensor inp, struct tensor weight,
                        struct tensor bias);
-void nn_matmul_backward(const struct nn_ctx *c, struct tensor dinp, struct tensor dweight, struct tensor dbias,
-                        struct tensor dout, struct tensor inp, struct tensor weight);
+void nn_matmul_backward(const struct nn_ctx *c, struct tensor dinp, enum nn_grad dinp_mode, struct tensor dweight,
+                        struct tensor dbias, struct tensor dout, struct tensor inp, struct tensor weight);
 
 /* Causal multi-head self-attention, tiled (FlashAttention-2's algorithm: no (T, T)
  * matrix is ever held). qkv (B, T, 3C) holds [q | k | v] per row; head h uses columns
@@ -62,7 +69,8 @@ void nn_attention_backward(const struct nn_ctx *c, struct tensor dqkv, struct te
 
 /* GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
 void nn_gelu_forward(const struct nn_ctx *c, struct tensor out, struct tensor inp);
-void nn_gelu_backward(const struct nn_ctx *c, struct tensor dinp, struct tensor inp, struct tensor dout);
+void nn_gelu_backward(const struct nn_ctx *c, struct tensor dinp, enum nn_grad dinp_mode, struct tensor inp,
+                      struct tensor dout);
 
 /* out = a + b; its backward is the identity, which the model applies in place. */
 void nn_residual_forward(const struct nn_ctx *c, struct tensor out, struct tensor a, struct tensor b);

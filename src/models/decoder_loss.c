@@ -91,7 +91,6 @@ void *decoder_loss_backward(struct decoder *d, float loss_scale, struct tensor h
   struct tensor head_t = tensor_2d(head_p, d->dtype, Vp, C);
   struct tensor dhead_t = dhead_p ? tensor_2d(dhead_p, d->dtype, Vp, C) : TENSOR_NONE;
   void *d_final = decoder_alloc(d, N * C);
-  decoder_zero(d, d_final, N * C);
   d->logits = decoder_alloc(d, chunk * Vp);
   for (size_t first = 0; first < N; first += chunk) {
     size_t n = N - first < chunk ? N - first : chunk;
@@ -99,7 +98,7 @@ void *decoder_loss_backward(struct decoder *d, float loss_scale, struct tensor h
     nn_matmul_forward(&k, logits, inp, head_t, TENSOR_NONE);
     nn_classifier(&k, logits, TENSOR_NONE, logits, tensor_1d(d->targets + first, DTYPE_I32, n),
                   d->config.vocab_size, loss_scale / (float)N);
-    nn_matmul_backward(&k, rows_of(d, d_final, first, n, C), dhead_t, TENSOR_NONE, logits, inp, head_t);
+    nn_matmul_backward(&k, rows_of(d, d_final, first, n, C), NN_GRAD_SET, dhead_t, TENSOR_NONE, logits, inp, head_t);
   }
   decoder_release(d, &d->logits);
   if (dhead_p != dhead.data) {

@@ -167,29 +167,24 @@ static void block_backward(struct decoder *d, int l, void *input) {
   size_t N = (size_t)d->B * d->T, C = (size_t)d->config.n_embd;
   struct tensor d_residual = act2(model, d->d_residual, C), d_ln = act2(model, model->d_ln, C);
 
-  decoder_zero(d, model->d_fch_gelu, 4 * N * C);
-  nn_matmul_backward(&c, act2(model, model->d_fch_gelu, 4 * C), decoder_grad(d, u, BLK_FCPROJ_W),
+  nn_matmul_backward(&c, act2(model, model->d_fch_gelu, 4 * C), NN_GRAD_SET, decoder_grad(d, u, BLK_FCPROJ_W),
                      decoder_grad(d, u, BLK_FCPROJ_B), d_residual, act2(model, a->fch_gelu, 4 * C),
                      decoder_param(d, u, BLK_FCPROJ_W));
-  decoder_zero(d, model->d_fch, 4 * N * C);
-  nn_gelu_backward(&c, act2(model, model->d_fch, 4 * C), act2(model, a->fch, 4 * C),
+  nn_gelu_backward(&c, act2(model, model->d_fch, 4 * C), NN_GRAD_SET, act2(model, a->fch, 4 * C),
                    act2(model, model->d_fch_gelu, 4 * C));
-  decoder_zero(d, model->d_ln, N * C);
-  nn_matmul_backward(&c, d_ln, decoder_grad(d, u, BLK_FC_W), decoder_grad(d, u, BLK_FC_B),
+  nn_matmul_backward(&c, d_ln, NN_GRAD_SET, decoder_grad(d, u, BLK_FC_W), decoder_grad(d, u, BLK_FC_B),
                      act2(model, model->d_fch, 4 * C), act2(model, a->ln2, C), decoder_param(d, u, BLK_FC_W));
   nn_layernorm_backward(&c, d_residual, decoder_grad(d, u, BLK_LN2_W), decoder_grad(d, u, BLK_LN2_B), d_ln,
                         act2(model, a->residual2, C), decoder_param(d, u, BLK_LN2_W), stats(model, a->ln2_mean),
                         stats(model, a->ln2_rstd));
 
-  decoder_zero(d, model->d_atty, N * C);
-  nn_matmul_backward(&c, act2(model, model->d_atty, C), decoder_grad(d, u, BLK_ATTPROJ_W),
+  nn_matmul_backward(&c, act2(model, model->d_atty, C), NN_GRAD_SET, decoder_grad(d, u, BLK_ATTPROJ_W),
                      decoder_grad(d, u, BLK_ATTPROJ_B), d_residual, act2(model, a->atty, C),
                      decoder_param(d, u, BLK_ATTPROJ_W));
   decoder_zero(d, model->d_qkv, 3 * N * C);
   nn_attention_backward(&c, act2(model, model->d_qkv, 3 * C), act2(model, model->d_atty, C),
                         act2(model, a->qkv, 3 * C), act2(model, a->atty, C), decoder_lse(d, a->lse));
-  decoder_zero(d, model->d_ln, N * C);
-  nn_matmul_backward(&c, d_ln, decoder_grad(d, u, BLK_QKV_W), decoder_grad(d, u, BLK_QKV_B),
+  nn_matmul_backward(&c, d_ln, NN_GRAD_SET, decoder_grad(d, u, BLK_QKV_W), decoder_grad(d, u, BLK_QKV_B),
                      act2(model, model->d_qkv, 3 * C), act2(model, a->ln1, C), decoder_param(d, u, BLK_QKV_W));
   nn_layernorm_backward(&c, d_residual, decoder_grad(d, u, BLK_LN1_W), decoder_grad(d, u, BLK_LN1_B), d_ln,
                         act2(model, input, C), decoder_param(d, u, BLK_LN1_W), stats(model, a->ln1_mean),

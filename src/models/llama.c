@@ -219,17 +219,17 @@ void llama_forward(struct llama *model, const int *inputs, const int *targets) {
 }
 
 /* The gradient through x -> rope(x) with x = n @ w^T, w one of wq and wk: d_rotated
- * (heads of cols / hd) turned back into d_atty's first rows, then accumulated into
- * d_norm and dw. */
+ * (heads of cols / hd) turned back into d_atty's first rows, then written (mode) or
+ * accumulated into d_norm, and accumulated into dw. */
 static void rotated_projection_backward(struct llama *model, int u, int param, void *d_rotated,
-                                        size_t cols, void *n) {
+                                        size_t cols, void *n, enum nn_grad mode) {
   struct decoder *d = &model->base;
   struct nn_ctx c = decoder_ctx(d);
   struct widths w = widths_of(d);
   int n_heads = (int)(cols / (size_t)head_dim(&d->config));
   decoder_zero(d, model->d_atty, w.N * cols);
   nn_rope_backward(&c, heads(model, model->d_atty, n_heads), heads(model, d_rotated, n_heads), rope_table(model));
-  nn_matmul_backward(&c, act2(model, model->d_norm, w.C), decoder_grad(d, u, param), TENSOR_NONE,
+  nn_matmul_backward(&c, act2(model, model->d_norm, w.C), mode, decoder_grad(d, u, param), TENSOR_NONE,
                      act2(model, model->d_atty, cols), act2(model, n, w.C), decoder_param(d, u, param));
 }
 
@@ -245,23 +245,20 @@ static void block_backward(struct decoder *d, int l, void *input) {
   struct widths w = widths_of(d);
   struct tensor d_residual = act2(model, d->d_residual, w.C), d_norm = act2(model, model->d_norm, w.C);
 
-  decoder_zero(d, model->d_swiglu, w.N * w.F);
-  nn_matmul_backward(&c, act2(model, model->d_swiglu, w.F), decoder_grad(d, u, LLAMA_W2), TENSOR_NONE, d_residual,
+  nn_matmul_backward(&c, act2(model, model->d_swiglu, w.F), NN_GRAD_SET, decoder_grad(d, u, LLAMA_W2), TENSOR_NONE, d_residual,
                      act2(model, a->swiglu, w.F), decoder_param(d, u, LLAMA_W2));
   decoder_zero(d, model->d_gate, w.N * w.F);
   decoder_zero(d, model->d_up, w.N * w.F);
   nn_swiglu_backward(&c, act2(model, model->d_gate, w.F), act2(model, model->d_up, w.F),
                      act2(model, model->d_swiglu, w.F), act2(model, a->gate, w.F), act2(model, a->up, w.F));
-  decoder_zero(d, model->d_norm, w.N * w.C);
-  nn_matmul_backward(&c, d_norm, decoder_grad(d, u, LLAMA_W1), TENSOR_NONE, act2(model, model->d_gate, w.F),
+  nn_matmul_backward(&c, d_norm, NN_GRAD_SET, decoder_grad(d, u, LLAMA_W1), TENSOR_NONE, act2(model, model->d_gate, w.F),
                      act2(model, a->ffn_norm, w.C), decoder_param(d, u, LLAMA_W1));
-  nn_matmul_backward(&c, d_norm, decoder_grad(d, u, LLAMA_W3), TENSOR_NONE, act2(model, model->d_up, w.F),
+  nn_matmul_backward(&c, d_norm, NN_GRAD_ADD, decoder_grad(d, u, LLAMA_W3), TENSOR_NONE, act2(model, model->d_up, w.F),
                      act2(model, a->ffn_norm, w.C), decoder_param(d, u, LLAMA_W3));
   nn_rmsnorm_backward(&c, d_residual, decoder_grad(d, u, LLAMA_FFN_NORM), d_norm, act2(model, a->h, w.C),
                       decoder_param(d, u, LLAMA_FFN_NORM), stats(model, a->ffn_rstd));
 
-  decoder_zero(d, model->d_atty, w.N * w.q);
-  nn_matmul_backward(&c, act2(model, model->d_atty, w.q), decoder_grad(d, u, LLAMA_WO), TENSOR_NONE, d_residual,
+  nn_matmul_backward(&c, act2(model, model->d_atty, w.q), NN_GRAD_SET, decoder_grad(d, u, LLAMA_WO), TENSOR_NONE, d_residual,
                      act2(model, a->atty, w.q), decoder_param(d, u, LLAMA_WO));
   decoder_zero(d, model->d_q, w.N * w.q);
   decoder_zero(d, model->d_k, w.N * w.kv);
@@ -269,10 +266,9 @@ static void block_backward(struct decoder *d, int l, void *input) {
   nn_gqa_attention_backward(&c, q_heads(model, model->d_q), kv_heads(model, model->d_k), kv_heads(model, model->d_v),
                             act2(model, model->d_atty, w.q), q_heads(model, a->q), kv_heads(model, a->k),
                             kv_heads(model, a->v), act2(model, a->atty, w.q), decoder_lse(d, a->lse));
-  decoder_zero(d, model->d_norm, w.N * w.C);
-  rotated_projection_backward(model, u, LLAMA_WQ, model->d_q, w.q, a->attn_norm);
-  rotated_projection_backward(model, u, LLAMA_WK, model->d_k, w.kv, a->attn_norm);
-  nn_matmul_backward(&c, d_norm, decoder_grad(d, u, LLAMA_WV), TENSOR_NONE, act2(model, model->d_v, w.kv),
+  rotated_projection_backward(model, u, LLAMA_WQ, model->d_q, w.q, a->attn_norm, NN_GRAD_SET);
+  rotated_projection_backward(model, u, LLAMA_WK, model->d_k, w.kv, a->attn_norm, NN_GRAD_ADD);
+  nn_matmul_backward(&c, d_norm, NN_GRAD_ADD, decoder_grad(d, u, LLAMA_WV), TENSOR_NONE, act2(model, model->d_v, w.kv),
                      act2(model, a->attn_norm, w.C), decoder_param(d, u, LLAMA_WV));
   nn_rmsnorm_backward(&c, d_residual, decoder_grad(d, u, LLAMA_ATTN_NORM), d_norm, act2(model, input, w.C),
                       decoder_param(d, u, LLAMA_ATTN_NORM), stats(model, a->attn_rstd));

@@ -98,11 +98,11 @@ void nn_matmul_forward(const struct nn_ctx *c, struct tensor out, struct tensor 
   scratch_free(c, workspace);
 }
 
-void nn_matmul_backward(const struct nn_ctx *c, struct tensor dinp, struct tensor dweight, struct tensor dbias,
-                        struct tensor dout, struct tensor inp, struct tensor weight) {
+void nn_matmul_backward(const struct nn_ctx *c, struct tensor dinp, enum nn_grad dinp_mode, struct tensor dweight,
+                        struct tensor dbias, struct tensor dout, struct tensor inp, struct tensor weight) {
   void *scratch = column_sums_scratch(c, dbias.data ? tensor_rows(&dout) : 0, tensor_cols(&dout));
   void *workspace = gemm_workspace(c);
-  LAUNCH(c, matmul_backward, dinp, dweight, dbias, dout, inp, weight, workspace, scratch);
+  LAUNCH(c, matmul_backward, dinp, dweight, dbias, dout, inp, weight, workspace, scratch, dinp_mode);
   scratch_free(c, workspace);
   scratch_free(c, scratch);
 }
@@ -120,8 +120,9 @@ void nn_gelu_forward(const struct nn_ctx *c, struct tensor out, struct tensor in
   LAUNCH_AS(c, gelu_forward, gelu, out, inp);
 }
 
-void nn_gelu_backward(const struct nn_ctx *c, struct tensor dinp, struct tensor inp, struct tensor dout) {
-  LAUNCH(c, gelu_backward, dinp, inp, dout);
+void nn_gelu_backward(const struct nn_ctx *c, struct tensor dinp, enum nn_grad dinp_mode, struct tensor inp,
+                      struct tensor dout) {
+  LAUNCH(c, gelu_backward, dinp, inp, dout, dinp_mode);
 }
 
 void nn_residual_forward(const struct nn_ctx *c, struct tensor out, struct tensor a, struct tensor b) {

@@ -21,13 +21,17 @@ struct layernorm_backward_args {
 };
 /* workspace: the backend's gemm_workspace bytes from the device's allocator (NULL: none). */
 struct matmul_args { struct tensor out, inp, weight, bias; void *workspace; };
-struct matmul_backward_args { struct tensor dinp, dweight, dbias, dout, inp, weight; void *workspace, *scratch; };
+struct matmul_backward_args {
+  struct tensor dinp, dweight, dbias, dout, inp, weight;
+  void *workspace, *scratch;
+  enum nn_grad dinp_mode;
+};
 /* lse (B, NH, T) fp32: each query's log-sum-exp of its scores, what the backward
  * recomputes the probabilities from. */
 struct attention_args { struct tensor out, lse, qkv; };
 struct attention_backward_args { struct tensor dqkv, dout, qkv, out, lse; };
 struct gelu_args { struct tensor out, inp; };
-struct gelu_backward_args { struct tensor dinp, inp, dout; };
+struct gelu_backward_args { struct tensor dinp, inp, dout; enum nn_grad dinp_mode; };
 struct residual_args { struct tensor out, a, b; };
 struct classifier_args {
   struct tensor dlogits, losses, logits, targets;

@@ -26,18 +26,27 @@ static void gelu_forward(float *const *s, int n) {
 }
 
 /* d out / dx = 0.5 (1 + tanh u) + 0.5 x sech^2(u) sqrt(2/pi) (1 + 3 * 0.044715 x^2) */
-static void gelu_backward(float *const *s, int n) {
+static inline float gelu_grad(float x) {
+  float u = GELU_SCALE * (x + GELU_CUBE * x * x * x);
+  float th = tanhf(u);
+  float sech2 = 1.0f - th * th;
+  return 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_SCALE * (1.0f + 3.0f * GELU_CUBE * x * x);
+}
+
+/* dinp += d out / dx * dout */
+static void gelu_backward_add(float *const *s, int n) {
   float *dinp = s[0];
   const float *inp = s[1], *dout = s[2];
 #pragma omp simd
-  for (int i = 0; i < n; i++) {
-    float x = inp[i];
-    float u = GELU_SCALE * (x + GELU_CUBE * x * x * x);
-    float th = tanhf(u);
-    float sech2 = 1.0f - th * th;
-    float grad = 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_SCALE * (1.0f + 3.0f * GELU_CUBE * x * x);
-    dinp[i] += grad * dout[i];
-  }
+  for (int i = 0; i < n; i++) dinp[i] += gelu_grad(inp[i]) * dout[i];
+}
+
+/* dinp = d out / dx * dout (NN_GRAD_SET) */
+static void gelu_backward_set(float *const *s, int n) {
+  float *dinp = s[0];
+  const float *inp = s[1], *dout = s[2];
+#pragma omp simd
+  for (int i = 0; i < n; i++) dinp[i] = gelu_grad(inp[i]) * dout[i];
 }
 
 void cpu_gelu_forward(void *p) {
@@ -48,6 +57,8 @@ void cpu_gelu_forward(void *p) {
 
 void cpu_gelu_backward(void *p) {
   const struct gelu_backward_args *a = p;
-  struct elementwise_operand operands[] = {{a->dinp, SPAN_UPDATE}, {a->inp, SPAN_READ}, {a->dout, SPAN_READ}};
-  elementwise(gelu_backward, tensor_numel(&a->inp), 3, operands);
+  int add = a->dinp_mode == NN_GRAD_ADD;
+  struct elementwise_operand operands[] = {
+      {a->dinp, add ? SPAN_UPDATE : SPAN_WRITE}, {a->inp, SPAN_READ}, {a->dout, SPAN_READ}};
+  elementwise(add ? gelu_backward_add : gelu_backward_set, tensor_numel(&a->inp), 3, operands);
 }

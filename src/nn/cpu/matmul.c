@@ -42,16 +42,17 @@ static void bias_backward(struct tensor dbias, struct tensor dout, int N, int OC
   }
 }
 
-/* dinp (N, C) += dout (N, OC) @ weight (OC, C); dweight (OC, C) += dout^T @ inp;
- * dbias (OC) += column sums of dout. The products accumulate through the primitive's
- * sum post-op, which adds the old value in fp32 before the one rounding. */
+/* dinp (N, C) += dout (N, OC) @ weight (OC, C) (or =, NN_GRAD_SET); dweight (OC, C) +=
+ * dout^T @ inp; dbias (OC) += column sums of dout. The products accumulate through the
+ * primitive's sum post-op, which adds the old value in fp32 before the one rounding. */
 void cpu_matmul_backward(void *p) {
   const struct matmul_backward_args *a = p;
   enum dtype d = a->dout.dtype;
   int64_t N = rows(a->inp), C = cols(a->inp), OC = dim(a->weight, 0);
   if (a->dinp.data) {
     struct onednn_matmul m = {.dtype = d, .a = onednn_matrix(N, OC),
-                              .b = onednn_matrix(OC, C), .c = onednn_matrix(N, C), .accumulate = 1};
+                              .b = onednn_matrix(OC, C), .c = onednn_matrix(N, C),
+                              .accumulate = a->dinp_mode == NN_GRAD_ADD};
     onednn_matmul(&m, a->dout.data, a->weight.data, NULL, a->dinp.data);
   }
   if (a->dweight.data) {

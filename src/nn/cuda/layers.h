@@ -39,7 +39,8 @@ cudaError_t gpu_layernorm_backward_params(enum dtype d, void *dweight, void *dbi
 
 /* gelu.cu, residual.cu: elementwise over n elements. */
 cudaError_t gpu_gelu_forward(enum dtype d, void *out, const void *inp, size_t n, cudaStream_t s);
-cudaError_t gpu_gelu_backward(enum dtype d, void *dinp, const void *inp, const void *dout, size_t n,
+/* accumulate: dinp += (1) or = (0). */
+cudaError_t gpu_gelu_backward(enum dtype d, void *dinp, const void *inp, const void *dout, size_t n, int accumulate,
                               cudaStream_t s);
 cudaError_t gpu_residual_forward(enum dtype d, void *out, const void *a, const void *b, size_t n, cudaStream_t s);
 

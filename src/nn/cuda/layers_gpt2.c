@@ -57,7 +57,7 @@ void cuda_gelu_forward(void *p) {
 void cuda_gelu_backward(void *p) {
   const struct gelu_backward_args *a = p;
   layer_check("gelu_backward", gpu_gelu_backward(a->dinp.dtype, a->dinp.data, a->inp.data, a->dout.data,
-                                                 tensor_numel(&a->inp), layer_stream()));
+                                                 tensor_numel(&a->inp), a->dinp_mode == NN_GRAD_ADD, layer_stream()));
 }
 
 void cuda_residual_forward(void *p) {

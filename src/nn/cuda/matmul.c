@@ -1,6 +1,7 @@
 /* The linear layer on cuBLASLt (gemm.c), twin of ../cpu/matmul.c:
  *   forward:  out (N, OC) = inp (N, C) @ weight (OC, C)^T + bias
- *   backward: dinp (N, C) += dout (N, OC) @ weight,  dweight (OC, C) += dout^T @ inp,
+ *   backward: dinp (N, C) += dout (N, OC) @ weight (or =: NN_GRAD_SET, beta = 0, dinp
+ *             not read),  dweight (OC, C) += dout^T @ inp,
  *             dbias (OC) += the column sums of dout
  * The bias is fused into the forward's GEMM as cuBLASLt's BIAS epilogue; where no
  * algorithm takes it, it is broadcast into out first and the GEMM adds its product
@@ -40,7 +41,7 @@ void cuda_matmul_backward(void *p) {
   cudaStream_t s = layer_stream();
   if (a->dinp.data) {
     struct gemm g = {
-        .m = N, .n = C, .k = OC, .batch = 1, .alpha = 1.0f, .beta = 1.0f,
+        .m = N, .n = C, .k = OC, .batch = 1, .alpha = 1.0f, .beta = a->dinp_mode == NN_GRAD_ADD ? 1.0f : 0.0f,
         .a = {dout, OC, 0, 0},
         .b = {a->weight.data, C, 0, 0},
         .c = a->dinp.data, .ldc = C,
