@@ -47,7 +47,10 @@ runs = collections.defaultdict(list)
 fastest = {}
 order = []
 for line in open(sys.argv[1]):
-    run, threads, kernel, dtype, median, best = line.split()[:6]
+    # A kernel's name may hold a space ("classifier losses"): the dtype ends it.
+    words = line.split()
+    at = next(i for i, w in enumerate(words) if w in ("fp32", "bf16", "fp16"))
+    run, threads, kernel, dtype, median, best = words[0], words[1], " ".join(words[2:at]), words[at], words[at + 1], words[at + 2]
     key = (threads, kernel, dtype, int(run))
     if key not in runs:
         order.append(key)

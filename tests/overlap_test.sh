@@ -4,7 +4,9 @@
 # - the profile trace shows the next unit's all-gather during a unit's forward and a
 #   reduce-scatter during a later unit's backward, and the "unsharded units" counter
 #   never passes --max-unsharded;
-# - the log carries comm_ms and exposed_comm_ms.
+# - the log carries comm_ms and exposed_comm_ms;
+# - at W=1 no collective runs (a shard group of one rank gathers by a cast and reduces by
+#   widening into the shard: src/fsdp/unit.c, unit_grads.c), in bf16 as in fp32.
 # Usage: overlap_test.sh path/to/fsdp PYTHON SOURCE_DIR MPIRUN...
 . "$(dirname "$0")/train_test_setup.sh"
 
@@ -25,6 +27,9 @@ for w in 2 3; do
   train "$w" "w$w-pre" --prefetch 1 --backward-prefetch pre --trace "$tmp/w$w.trace.json" --trace-steps 2:4
   train "$w" "w$w-post" --prefetch 2 --backward-prefetch post --max-unsharded 3
 done
+for dtype in fp32 bf16; do
+  train 1 "w1-$dtype" --param-dtype "$dtype" --trace "$tmp/w1-$dtype.trace.json" --trace-steps 2:4
+done
 
 "$PYTHON" - "$tmp" <<'PY'
 import json, os, sys
@@ -42,6 +47,16 @@ for w in (2, 3):
                 if r[key] != ref[key]:
                     failures.append(f"W={w} {mode} step {r['step']}: {key} {r[key]!r} != {ref[key]!r} without overlap")
 print("overlap: W=2,3 x prefetch off / forward / pre / post equal the run without overlap bit for bit")
+for dtype in ("fp32", "bf16"):
+    trace = json.load(open(os.path.join(tmp, f"w1-{dtype}.trace.json")))
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    spans = {e["name"] for e in events if e.get("ph") == "X"}
+    collectives = sorted(n for n in spans if n.startswith(("all-gather ", "reduce-scatter ")))
+    if collectives:
+        failures.append(f"W=1 {dtype}: collectives ran on one rank: {collectives[:4]}")
+    if not any(n.startswith("backward ") for n in spans):
+        failures.append(f"W=1 {dtype}: the trace holds no backward span: {sorted(spans)[:8]}")
+print("overlap: W=1 runs no collective, fp32 and bf16")
 if failures:
     print("FAIL:\n  " + "\n  ".join(failures[:20]))
     sys.exit(1)

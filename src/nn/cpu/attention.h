@@ -6,17 +6,19 @@
 
 #include "cpu.h"
 
-/* Rows of a query tile and of a key tile: 64 fp32 rows of a 64- or 128-wide head, with
- * the tile's scores, fit a core's L2 cache with room to spare. The CUDA kernel's tiles
- * are as wide, so that the running maximum moves at the same keys. */
+/* Rows of a query tile, and of a key tile of the two-pass backward's key pass: 64 fp32
+ * rows of a 64- or 128-wide head, with the tile's scores, fit a core's L2 cache with room
+ * to spare. The CUDA kernel's query and key tiles are as wide. */
 enum { ATTENTION_TILE = 64 };
 
 /* Keys a query tile meets in one product on the CPU: each 16-bit product is a call of its
  * own (microseconds of dispatch), so a tile takes its keys in blocks this wide, a
  * block's scores (TILE x KEYS fp32, 64 KiB) still in L2. The running maximum then moves
  * once a block, where the CUDA kernel's moves once a 64-key tile: the same algorithm and
- * rounding points, sums in another order. A multiple of ATTENTION_TILE. */
+ * rounding points, sums in another order. The key pass's 64-key tiles use the same
+ * scratch, rows ATTENTION_KEYS apart. */
 enum { ATTENTION_KEYS = 256 };
+_Static_assert((int)ATTENTION_KEYS >= (int)ATTENTION_TILE, "a key tile's scores fit a row of a key block's");
 
 /* GPT-2's packed qkv and Llama's separate q, k, v share the kernels: q, k and v are
  * (B, T, heads, hs) views whose positions are qs and kvs elements apart (3C for all three

@@ -6,10 +6,8 @@
 
 #define LN_EPS 1e-5f
 /* Columns per task in the weight/bias gradient: each task owns a block of
- * columns, so threads never share an accumulator and rows stay contiguous; 16-bit
- * rows are widened LN_ROW_BLOCK at a time. */
+ * columns, so threads never share an accumulator and rows stay contiguous. */
 #define LN_COL_BLOCK 64
-#define LN_ROW_BLOCK 32
 
 /* mean = sum(x) / C, var = sum((x - mean)^2) / C (biased, as PyTorch),
  * rstd = 1 / sqrt(var + eps). Two passes over the row: var from centred values does not
@@ -123,15 +121,15 @@ static void layernorm_backward_params(struct tensor dweight, struct tensor dbias
   for (int blk = 0; blk < nblocks; blk++) {
     int c0 = blk * LN_COL_BLOCK;
     int width = c0 + LN_COL_BLOCK < C ? LN_COL_BLOCK : C - c0;
-    float *buf = span_scratch(inp.dtype, 2 * LN_ROW_BLOCK * LN_COL_BLOCK);
+    float *buf = span_scratch(inp.dtype, 2 * SUM_ROWS * LN_COL_BLOCK);
     float dw[LN_COL_BLOCK] = {0}, db[LN_COL_BLOCK] = {0};
     if (dweight.data) span_get(dweight, (size_t)c0, (size_t)width, dw);
     if (dbias.data) span_get(dbias, (size_t)c0, (size_t)width, db);
-    for (int i0 = 0; i0 < N; i0 += LN_ROW_BLOCK) {
-      int rows = N - i0 < LN_ROW_BLOCK ? N - i0 : LN_ROW_BLOCK;
+    for (int i0 = 0; i0 < N; i0 += SUM_ROWS) {
+      int rows = N - i0 < SUM_ROWS ? N - i0 : SUM_ROWS;
       size_t at = (size_t)i0 * C + c0, ldx, ldd;
       const float *x = rows_view(inp, at, rows, width, (size_t)C, buf, &ldx);
-      const float *d = rows_view(dout, at, rows, width, (size_t)C, scratch_at(buf, LN_ROW_BLOCK * LN_COL_BLOCK), &ldd);
+      const float *d = rows_view(dout, at, rows, width, (size_t)C, scratch_at(buf, SUM_ROWS * LN_COL_BLOCK), &ldd);
       for (int r = 0; r < rows; r++) {
         float m = mean[i0 + r], s = rstd[i0 + r];
         for (int c = 0; c < width; c++) {

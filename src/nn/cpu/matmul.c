@@ -8,10 +8,8 @@
 #include "typed.h"
 
 /* Columns per task in the bias gradient, as in layernorm_backward: a thread owns
- * its columns, so no accumulator is shared and rows are read contiguously; a 16-bit
- * gradient's rows are widened MATMUL_ROW_BLOCK at a time. */
+ * its columns, so no accumulator is shared and rows are read contiguously. */
 #define MATMUL_COL_BLOCK 64
-#define MATMUL_ROW_BLOCK 32
 
 /* out (N, OC) = inp (N, C) @ weight^T (C, OC) + bias, the bias added by the primitive. */
 void cpu_matmul_forward(void *p) {
@@ -29,10 +27,10 @@ static void bias_backward(struct tensor dbias, struct tensor dout, int N, int OC
   for (int blk = 0; blk < nblocks; blk++) {
     int o0 = blk * MATMUL_COL_BLOCK;
     int n = o0 + MATMUL_COL_BLOCK < OC ? MATMUL_COL_BLOCK : OC - o0;
-    float sum[MATMUL_COL_BLOCK], *buf = span_scratch(dout.dtype, MATMUL_ROW_BLOCK * MATMUL_COL_BLOCK);
+    float sum[MATMUL_COL_BLOCK], *buf = span_scratch(dout.dtype, SUM_ROWS * MATMUL_COL_BLOCK);
     span_get(dbias, (size_t)o0, (size_t)n, sum);
-    for (int i0 = 0; i0 < N; i0 += MATMUL_ROW_BLOCK) {
-      int m = N - i0 < MATMUL_ROW_BLOCK ? N - i0 : MATMUL_ROW_BLOCK;
+    for (int i0 = 0; i0 < N; i0 += SUM_ROWS) {
+      int m = N - i0 < SUM_ROWS ? N - i0 : SUM_ROWS;
       size_t ld;
       const float *d = rows_view(dout, (size_t)i0 * OC + o0, m, n, (size_t)OC, buf, &ld);
       for (int i = 0; i < m; i++)

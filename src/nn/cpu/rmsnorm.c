@@ -5,10 +5,8 @@
 #include "typed.h"
 
 /* Columns per task in the weight gradient, as in layernorm.c: each task owns a block of
- * columns, so threads never share an accumulator; 16-bit rows are widened RMS_ROW_BLOCK
- * at a time. */
+ * columns, so threads never share an accumulator. */
 #define RMS_COL_BLOCK 64
-#define RMS_ROW_BLOCK 32
 
 /* rstd = 1 / sqrt(sum(x^2) / C + eps): the scalar twin of lanes_rmsnorm_rstd. */
 static float rmsnorm_rstd(const float *x, float eps, int C) {
@@ -93,11 +91,11 @@ static void rmsnorm_backward_weight(struct tensor dweight, struct tensor dout, s
   for (int blk = 0; blk < nblocks; blk++) {
     int c0 = blk * RMS_COL_BLOCK;
     int width = c0 + RMS_COL_BLOCK < C ? RMS_COL_BLOCK : C - c0;
-    size_t rows_floats = RMS_ROW_BLOCK * RMS_COL_BLOCK;
+    size_t rows_floats = SUM_ROWS * RMS_COL_BLOCK;
     float *buf = span_scratch(inp.dtype, RMS_COL_BLOCK + 2 * rows_floats);
     float *dw = span_inout(dweight, (size_t)c0, (size_t)width, buf);
-    for (int i0 = 0; i0 < N; i0 += RMS_ROW_BLOCK) {
-      int rows = N - i0 < RMS_ROW_BLOCK ? N - i0 : RMS_ROW_BLOCK;
+    for (int i0 = 0; i0 < N; i0 += SUM_ROWS) {
+      int rows = N - i0 < SUM_ROWS ? N - i0 : SUM_ROWS;
       size_t at = (size_t)i0 * C + c0, ldx, ldd;
       const float *x = rows_view(inp, at, rows, width, (size_t)C, scratch_at(buf, RMS_COL_BLOCK), &ldx);
       const float *d =

@@ -79,6 +79,10 @@ static inline void rows_in(struct tensor t, size_t first, int rows, int cols, si
   for (int r = 0; r < rows; r++) span_get(t, first + (size_t)r * stride, (size_t)cols, buf + (size_t)r * cols);
 }
 
+/* Rows a column sum (a bias's or a norm's parameter gradient, a block of columns a task)
+ * takes at once through rows_view: one call widens that many 16-bit rows, not one. */
+enum { SUM_ROWS = 32 };
+
 /* rows rows of cols elements of t (the first at element first, each stride elements after
  * the one before) as fp32 rows *ld elements apart: t's own (*ld = stride), or widened
  * into buf (rows x cols floats, *ld = cols). */
