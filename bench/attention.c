@@ -51,7 +51,7 @@ static void forward(const struct shape *s) {
 
 static void backward(const struct shape *s) {
   nn_gqa_attention_backward(&ctx, heads(s, s->dq, s->NH), heads(s, s->dk, s->NKV), heads(s, s->dv, s->NKV),
-                            tensor_2d(s->dout, s->d, s->B * s->T, s->NH * s->hd), heads(s, s->q, s->NH),
+                            NN_GRAD_SET, tensor_2d(s->dout, s->d, s->B * s->T, s->NH * s->hd), heads(s, s->q, s->NH),
                             heads(s, s->k, s->NKV), heads(s, s->v, s->NKV),
                             tensor_2d(s->out, s->d, s->B * s->T, s->NH * s->hd), lse_of(s));
 }

@@ -144,8 +144,8 @@ static void run_attention_forward(void *s) {
 }
 static void run_attention_backward(void *s) {
   struct layers *l = s;
-  nn_attention_backward(&cpu, t2(l->dqkv, l->N, 3 * l->C), t2(l->dx, l->N, l->C), t2(l->qkv, l->N, 3 * l->C),
-                        t2(l->y, l->N, l->C), lse(l->att, l->NH));
+  nn_attention_backward(&cpu, t2(l->dqkv, l->N, 3 * l->C), NN_GRAD_SET, t2(l->dx, l->N, l->C),
+                        t2(l->qkv, l->N, 3 * l->C), t2(l->y, l->N, l->C), lse(l->att, l->NH));
 }
 static void run_rmsnorm_forward(void *s) {
   struct layers *l = s;
@@ -173,7 +173,7 @@ static void run_swiglu_forward(void *s) {
 }
 static void run_swiglu_backward(void *s) {
   struct layers *l = s;
-  nn_swiglu_backward(&cpu, t2(l->dgate, l->N, l->F), t2(l->dup, l->N, l->F), t2(l->up, l->N, l->F),
+  nn_swiglu_backward(&cpu, t2(l->dgate, l->N, l->F), t2(l->dup, l->N, l->F), NN_GRAD_SET, t2(l->up, l->N, l->F),
                      t2(l->gate, l->N, l->F), t2(l->up, l->N, l->F));
 }
 static void run_gqa_forward(void *s) {
@@ -186,7 +186,7 @@ static void run_gqa_backward(void *s) {
   struct layers *l = s;
   int hd = l->LC / l->LNH;
   nn_gqa_attention_backward(&cpu, t1(l->dq, (size_t)l->N * l->LC), t1(l->dk, (size_t)l->N * l->LC),
-                            t1(l->dv, (size_t)l->N * l->LC), t2(l->ldx, l->N, l->LC),
+                            t1(l->dv, (size_t)l->N * l->LC), NN_GRAD_SET, t2(l->ldx, l->N, l->LC),
                             heads(l->q, l->LNH, hd), heads(l->k, l->LNH, hd), heads(l->v, l->LNH, hd),
                             t2(l->ly, l->N, l->LC), lse(l->latt, l->LNH));
 }

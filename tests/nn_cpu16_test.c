@@ -249,8 +249,8 @@ static void test_elementwise(size_t n) {
   expect("swiglu_forward", &out, ROUNDED);
   /* The forward's output, rounded, serves as dout on both sides. */
   struct twin dout = twin_of(out.f, n);
-  nn_swiglu_backward(&cpu, F(dgate, n), F(dup, n), F(dout, n), F(y, n), F(x, n));
-  nn_swiglu_backward(&cpu, H(dgate, n), H(dup, n), H(dout, n), H(y, n), H(x, n));
+  nn_swiglu_backward(&cpu, F(dgate, n), F(dup, n), NN_GRAD_ADD, F(dout, n), F(y, n), F(x, n));
+  nn_swiglu_backward(&cpu, H(dgate, n), H(dup, n), NN_GRAD_ADD, H(dout, n), H(y, n), H(x, n));
   expect("swiglu_backward dgate", &dgate, ROUNDED);
   expect("swiglu_backward dup", &dup, ROUNDED);
   nn_residual_forward(&cpu, F(out, n), F(x, n), F(y, n));
@@ -344,8 +344,8 @@ static void test_attention(int B, int T, int C, int NH) {
   /* The backward from the fp32 out rounded, on both sides (D = rowsum(dout * out)). */
   struct twin o = twin_of(out.f, out.n);
   struct twin dout = random_twin(N * C, 1.0f, 0.0f), dqkv = random_twin(N * 3 * C, 1.0f, 0.0f);
-  nn_attention_backward(&cpu, F(dqkv, N, 3 * C), F(dout, N, C), F(qkv, N, 3 * C), F(o, N, C), lf);
-  nn_attention_backward(&cpu, H(dqkv, N, 3 * C), H(dout, N, C), H(qkv, N, 3 * C), H(o, N, C), lh);
+  nn_attention_backward(&cpu, F(dqkv, N, 3 * C), NN_GRAD_ADD, F(dout, N, C), F(qkv, N, 3 * C), F(o, N, C), lf);
+  nn_attention_backward(&cpu, H(dqkv, N, 3 * C), NN_GRAD_ADD, H(dout, N, C), H(qkv, N, 3 * C), H(o, N, C), lh);
   expect("attention_backward dqkv", &dqkv, WEIGHTED);
   release(&qkv), release(&out), release(&o), release(&dout), release(&dqkv);
   free(lse_f), free(lse_h);
@@ -367,10 +367,12 @@ static void test_gqa_attention(int B, int T, int NH, int NKV, int hd, int with_d
   expect("gqa_attention_forward out", &out, WEIGHTED);
   struct twin o = twin_of(out.f, out.n), dout = random_twin(nq, 1.0f, 0.0f);
   struct twin dq = random_twin(nq, 1.0f, 0.0f), dk = random_twin(nkv, 1.0f, 0.0f), dv = random_twin(nkv, 1.0f, 0.0f);
-  nn_gqa_attention_backward(&cpu, with_dq ? F(dq, nq) : TENSOR_NONE, F(dk, nkv), F(dv, nkv), F(dout, B * T, NH * hd),
-                            F(q, B, T, NH, hd), F(k, B, T, NKV, hd), F(v, B, T, NKV, hd), F(o, B * T, NH * hd), lf);
-  nn_gqa_attention_backward(&cpu, with_dq ? H(dq, nq) : TENSOR_NONE, H(dk, nkv), H(dv, nkv), H(dout, B * T, NH * hd),
-                            H(q, B, T, NH, hd), H(k, B, T, NKV, hd), H(v, B, T, NKV, hd), H(o, B * T, NH * hd), lh);
+  nn_gqa_attention_backward(&cpu, with_dq ? F(dq, nq) : TENSOR_NONE, F(dk, nkv), F(dv, nkv), NN_GRAD_ADD,
+                            F(dout, B * T, NH * hd), F(q, B, T, NH, hd), F(k, B, T, NKV, hd), F(v, B, T, NKV, hd),
+                            F(o, B * T, NH * hd), lf);
+  nn_gqa_attention_backward(&cpu, with_dq ? H(dq, nq) : TENSOR_NONE, H(dk, nkv), H(dv, nkv), NN_GRAD_ADD,
+                            H(dout, B * T, NH * hd), H(q, B, T, NH, hd), H(k, B, T, NKV, hd), H(v, B, T, NKV, hd),
+                            H(o, B * T, NH * hd), lh);
   if (with_dq) expect("gqa_attention_backward dq", &dq, WEIGHTED);
   expect(with_dq ? "gqa_attention_backward dk" : "gqa_attention_backward dk (no dq)", &dk, WEIGHTED);
   expect(with_dq ? "gqa_attention_backward dv" : "gqa_attention_backward dv (no dq)", &dv, WEIGHTED);
@@ -538,8 +540,8 @@ static void test_adamw_paths(size_t n) {
 /* Llama's attention (GPT-2's packed one is the same code) over B x NKV (batch, kv head)
  * pairs, on one thread and on as many threads as pairs: the forward's tiles on one thread
  * and spread over many (each thread with primitives of its own), the backward in one pass
- * and in two. */
-static void test_attention_passes(enum dtype d, int B, int T, int NH, int NKV, int hd) {
+ * and in two, adding its gradients to random ones or writing them (mode). */
+static void test_attention_passes(enum dtype d, int B, int T, int NH, int NKV, int hd, enum nn_grad mode) {
   size_t nq = (size_t)B * T * NH * hd, nkv = (size_t)B * T * NKV * hd, nlse = (size_t)B * NH * T;
   void *q = random_in(d, nq, 1.0f, 0.0f, 0), *k = random_in(d, nkv, 1.0f, 0.0f, 0);
   void *v = random_in(d, nkv, 1.0f, 0.0f, 0), *dout = random_in(d, nq, 1.0f, 0.0f, 0);
@@ -574,7 +576,7 @@ static void test_attention_passes(enum dtype d, int B, int T, int NH, int NKV, i
     omp_set_num_threads(passes == 1 ? 1 : B * NKV);
     for (int g = 0; g < 3; g++) run[passes - 1][g] = copy_of(grads[g], bytes[g]);
     nn_gqa_attention_backward(&cpu, shaped(run[passes - 1][0], d, SHAPE(nq)), shaped(run[passes - 1][1], d, SHAPE(nkv)),
-                              shaped(run[passes - 1][2], d, SHAPE(nkv)),
+                              shaped(run[passes - 1][2], d, SHAPE(nkv)), mode,
                               shaped(dout, d, SHAPE((size_t)B * T, (size_t)NH * hd)), q4, k4, v4, o, l);
   }
   omp_set_num_threads(threads);
@@ -582,8 +584,9 @@ static void test_attention_passes(enum dtype d, int B, int T, int NH, int NKV, i
   for (int g = 0; g < 3; g++) {
     checks++;
     int same = memcmp(run[0][g], run[1][g], bytes[g]) == 0;
-    printf("%-5s attention backward %s, B %d T %d NH %d NKV %d hd %d: %s\n", dtype_name(d), NAMES[g], B, T, NH, NKV,
-           hd, same ? "one pass and two alike" : "one pass and two DIFFER");
+    printf("%-5s attention backward %s (%s), B %d T %d NH %d NKV %d hd %d: %s\n", dtype_name(d), NAMES[g],
+           mode == NN_GRAD_ADD ? "added" : "written", B, T, NH, NKV, hd,
+           same ? "one pass and two alike" : "one pass and two DIFFER");
     if (!same) failures++;
     free(run[0][g]), free(run[1][g]), free(grads[g]);
   }
@@ -631,9 +634,10 @@ int main(void) {
     printf("one thread under the thread sanitizer: the attention's task layouts are not compared\n");
   else
     for (size_t i = 0; i < sizeof ALL / sizeof ALL[0]; i++) {
-      test_attention_passes(ALL[i], 2, 150, 6, 2, 16); /* three tiles, the last partial; groups of three */
-      test_attention_passes(ALL[i], 1, 70, 4, 4, 64);
-      test_attention_passes(ALL[i], 1, 300, 4, 2, 16); /* two key blocks, the last partial */
+      test_attention_passes(ALL[i], 2, 150, 6, 2, 16, NN_GRAD_ADD); /* three tiles, the last partial; groups of three */
+      test_attention_passes(ALL[i], 1, 70, 4, 4, 64, NN_GRAD_ADD);
+      test_attention_passes(ALL[i], 1, 300, 4, 2, 16, NN_GRAD_ADD); /* two key blocks, the last partial */
+      test_attention_passes(ALL[i], 1, 300, 4, 2, 16, NN_GRAD_SET);
     }
   stream_destroy(cpu.stream);
   printf("nn_cpu16_test: %d checks, %d failures\n", checks, failures);

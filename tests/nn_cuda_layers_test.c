@@ -290,11 +290,17 @@ static void test_attention(const struct shape *s, enum dtype d) {
   /* The backward from the CPU's out (rounded) and lse on both sides. */
   struct pair o = pair_of(d, out.cpu, N * C), l = pair_of(DTYPE_F32, lse.cpu, nlse);
   struct pair dout = random_pair(d, N * C, 1.0f), dqkv = random_pair(d, N * 3 * C, 1.0f);
-  nn_attention_backward(&cpu_ctx, cpu2(&dqkv, 3 * C), cpu2(&dout, C), cpu2(&qkv, 3 * C), cpu2(&o, C),
+  nn_attention_backward(&cpu_ctx, cpu2(&dqkv, 3 * C), NN_GRAD_ADD, cpu2(&dout, C), cpu2(&qkv, 3 * C), cpu2(&o, C),
                         lse3(l.cpu, s));
-  nn_attention_backward(&gpu_ctx, gpu2(&dqkv, 3 * C), gpu2(&dout, C), gpu2(&qkv, 3 * C), gpu2(&o, C),
+  nn_attention_backward(&gpu_ctx, gpu2(&dqkv, 3 * C), NN_GRAD_ADD, gpu2(&dout, C), gpu2(&qkv, 3 * C), gpu2(&o, C),
                         lse3(l.gpu, s));
   expect(s->name, "attention_backward dqkv", &dqkv, ATTENTION);
+  /* Then written over what each side holds. */
+  nn_attention_backward(&cpu_ctx, cpu2(&dqkv, 3 * C), NN_GRAD_SET, cpu2(&dout, C), cpu2(&qkv, 3 * C), cpu2(&o, C),
+                        lse3(l.cpu, s));
+  nn_attention_backward(&gpu_ctx, gpu2(&dqkv, 3 * C), NN_GRAD_SET, gpu2(&dout, C), gpu2(&qkv, 3 * C), gpu2(&o, C),
+                        lse3(l.gpu, s));
+  expect(s->name, "attention_backward dqkv (set)", &dqkv, ATTENTION);
   struct pair *all[] = {&qkv, &out, &lse, &o, &l, &dout, &dqkv};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) release(all[i]);
 }

@@ -296,10 +296,15 @@ static void test_swiglu(size_t n, enum dtype d) {
 
   struct operand dout = random_operand(n, d, 1.0f), dgate = random_operand(n, d, 0.5f),
                  dup = random_operand(n, d, 0.5f);
-  nn_swiglu_backward(&cpu_ctx, cpu1(&dgate), cpu1(&dup), cpu1(&dout), cpu1(&gate), cpu1(&up));
-  nn_swiglu_backward(&gpu_ctx, gpu1(&dgate), gpu1(&dup), gpu1(&dout), gpu1(&gate), gpu1(&up));
+  nn_swiglu_backward(&cpu_ctx, cpu1(&dgate), cpu1(&dup), NN_GRAD_ADD, cpu1(&dout), cpu1(&gate), cpu1(&up));
+  nn_swiglu_backward(&gpu_ctx, gpu1(&dgate), gpu1(&dup), NN_GRAD_ADD, gpu1(&dout), gpu1(&gate), gpu1(&up));
   expect_close("swiglu_backward", "dgate", &dgate);
   expect_close("swiglu_backward", "dup", &dup);
+  /* Then written over what each side holds. */
+  nn_swiglu_backward(&cpu_ctx, cpu1(&dgate), cpu1(&dup), NN_GRAD_SET, cpu1(&dout), cpu1(&gate), cpu1(&up));
+  nn_swiglu_backward(&gpu_ctx, gpu1(&dgate), gpu1(&dup), NN_GRAD_SET, gpu1(&dout), gpu1(&gate), gpu1(&up));
+  expect_close("swiglu_backward (set)", "dgate", &dgate);
+  expect_close("swiglu_backward (set)", "dup", &dup);
   struct operand *all[] = {&gate, &up, &out, &dout, &dgate, &dup};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) release(all[i]);
 }
@@ -324,19 +329,20 @@ static void test_gqa(const struct gqa_case *g, enum dtype d) {
   expect_attention("gqa_attention_forward", "out", &out);
 
   /* Both backwards from the CPU's out (rounded to the dtype) and lse; then with dq alone
-   * absent, and with only dv. */
+   * absent, with only dv, and all three written (NN_GRAD_SET) over random values. */
   struct operand o = upload(copy_of(out.cpu, nq), nq, d), l = upload(copy_of(lse.cpu, nl), nl, DTYPE_F32);
   struct operand dout = random_operand(nq, d, 1.0f);
-  static const char *const CASES[] = {"all", "no dq", "dv only"};
-  for (int c = 0; c < 3; c++) {
+  static const char *const CASES[] = {"all", "no dq", "dv only", "all, set"};
+  for (int c = 0; c < 4; c++) {
     struct operand dq = random_operand(nq, d, 0.5f), dk = random_operand(nkv, d, 0.5f),
                    dv = random_operand(nkv, d, 0.5f);
-    int has_dq = c == 0, has_dk = c < 2;
+    int has_dq = c == 0 || c == 3, has_dk = c != 2;
+    enum nn_grad mode = c == 3 ? NN_GRAD_SET : NN_GRAD_ADD;
     nn_gqa_attention_backward(&cpu_ctx, has_dq ? cpu4(&dq, qs) : TENSOR_NONE, has_dk ? cpu4(&dk, kvs) : TENSOR_NONE,
-                              cpu4(&dv, kvs), cpu2(&dout, C), cpu4(&q, qs), cpu4(&k, kvs), cpu4(&v, kvs),
+                              cpu4(&dv, kvs), mode, cpu2(&dout, C), cpu4(&q, qs), cpu4(&k, kvs), cpu4(&v, kvs),
                               cpu2(&o, C), t3(l.cpu, DTYPE_F32, g->B, g->NH, g->T));
     nn_gqa_attention_backward(&gpu_ctx, has_dq ? gpu4(&dq, qs) : TENSOR_NONE, has_dk ? gpu4(&dk, kvs) : TENSOR_NONE,
-                              gpu4(&dv, kvs), gpu2(&dout, C), gpu4(&q, qs), gpu4(&k, kvs), gpu4(&v, kvs),
+                              gpu4(&dv, kvs), mode, gpu2(&dout, C), gpu4(&q, qs), gpu4(&k, kvs), gpu4(&v, kvs),
                               gpu2(&o, C), t3(l.gpu, DTYPE_F32, g->B, g->NH, g->T));
     char op[64];
     snprintf(op, sizeof op, "gqa_attention_backward (%s)", CASES[c]);
@@ -354,7 +360,7 @@ static void test_gqa(const struct gqa_case *g, enum dtype d) {
   for (int i = 0; i < 3; i++) again[i] = upload(copy_of(first[i].cpu, first[i].n), first[i].n, d);
   for (int run = 0; run < 2; run++) {
     struct operand *x = run ? again : first;
-    nn_gqa_attention_backward(&gpu_ctx, gpu4(&x[0], qs), gpu4(&x[1], kvs), gpu4(&x[2], kvs), gpu2(&dout, C),
+    nn_gqa_attention_backward(&gpu_ctx, gpu4(&x[0], qs), gpu4(&x[1], kvs), gpu4(&x[2], kvs), NN_GRAD_ADD, gpu2(&dout, C),
                               gpu4(&q, qs), gpu4(&k, kvs), gpu4(&v, kvs), gpu2(&o, C),
                               t3(l.gpu, DTYPE_F32, g->B, g->NH, g->T));
   }

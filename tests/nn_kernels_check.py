@@ -211,12 +211,12 @@ def check_rope(c, kernel):
     ])
 
 
-def check_swiglu(c):
-    r = c.group("swiglu")
+def check_swiglu(c, kernel):
+    r = c.group(kernel)
     gate, up = leaf(r["gate"]), leaf(r["up"])
     out = F.silu(gate) * up
     dgate, dup = grads(out, r["dout"], (gate, up))
-    c.compare("swiglu", [
+    c.compare(kernel, [
         ("out", r["out"], out.detach()),
         ("dgate", r["dgate"], r["dgate0"] + dgate),
         ("dup", r["dup"], r["dup0"] + dup),
@@ -308,6 +308,7 @@ def main():
         lambda: check_attention(c, "attention_long"),
         lambda: check_attention(c, "attention_tiles"),
         lambda: check_attention(c, "attention_blocks"),
+        lambda: check_attention(c, "attention_set"),
         lambda: check_gelu(c, "gelu"),
         lambda: check_gelu(c, "gelu_set"),
         lambda: check_classifier(c, "classifier"),
@@ -316,7 +317,8 @@ def main():
         lambda: check_rmsnorm(c, "rmsnorm_offset"),
         lambda: check_rope(c, "rope"),
         lambda: check_rope(c, "rope_scaled"),
-        lambda: check_swiglu(c),
+        lambda: check_swiglu(c, "swiglu"),
+        lambda: check_swiglu(c, "swiglu_set"),
         lambda: check_gqa_attention(c, "gqa_attention"),
         lambda: check_gqa_attention(c, "gqa_attention_mha"),
         lambda: check_gqa_attention(c, "gqa_attention_long"),
@@ -324,6 +326,7 @@ def main():
         lambda: check_gqa_attention(c, "gqa_attention_tiles"),
         lambda: check_gqa_attention(c, "gqa_attention_tiles_nodq"),
         lambda: check_gqa_attention(c, "gqa_attention_blocks"),
+        lambda: check_gqa_attention(c, "gqa_attention_blocks_set"),
         lambda: check_cached_attention(c, "cached_attention_step"),
         lambda: check_cached_attention(c, "cached_attention_chunk"),
         lambda: check_cached_attention(c, "cached_attention_prefill"),

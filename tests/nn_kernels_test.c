@@ -142,15 +142,17 @@ static void test_matmul(const char *kernel, int N, int C, int OC, int with_bias,
   free(dinp), free(dweight), free(dbias);
 }
 
-static void test_attention(const char *kernel, int B, int T, int C, int NH) {
+/* NN_GRAD_SET as in test_matmul. */
+static void test_attention(const char *kernel, int B, int T, int C, int NH, enum nn_grad mode) {
   char name[64];
   size_t nqkv = (size_t)B * T * 3 * C, nout = (size_t)B * T * C, nlse = (size_t)B * NH * T;
   float *qkv = randn(nqkv, 1.0f, 0.0f), *out = randn(nout, 1.0f, 0.0f), *lse = randn(nlse, 1.0f, 0.0f);
   float *dout = randn(nout, 1.0f, 0.0f), *dqkv0 = randn(nqkv, 1.0f, 0.0f), *dqkv = copy(dqkv0, nqkv);
   float sizes[4] = {(float)B, (float)T, (float)C, (float)NH};
   nn_attention_forward(&cpu, f2(out, B * T, C), f3(lse, B, NH, T), f2(qkv, B * T, 3 * C));
-  nn_attention_backward(&cpu, f2(dqkv, B * T, 3 * C), f2(dout, B * T, C), f2(qkv, B * T, 3 * C), f2(out, B * T, C),
-                        f3(lse, B, NH, T));
+  nn_attention_backward(&cpu, f2(dqkv, B * T, 3 * C), mode, f2(dout, B * T, C), f2(qkv, B * T, 3 * C),
+                        f2(out, B * T, C), f3(lse, B, NH, T));
+  if (mode == NN_GRAD_SET) memset(dqkv0, 0, nqkv * sizeof *dqkv0);
   W(sizes, DIMS(4));
   W(qkv, DIMS(B, T, 3 * C));
   W(out, DIMS(B, T, C));
@@ -261,8 +263,8 @@ static void test_rope(const char *kernel, int B, int T, int H, int hd, int maxT,
   free(table), free(inp), free(out), free(inplace), free(dout), free(dinp0), free(dinp);
 }
 
-static void test_swiglu(int N, int F) {
-  const char *kernel = "swiglu";
+/* NN_GRAD_SET as in test_matmul. */
+static void test_swiglu(const char *kernel, int N, int F, enum nn_grad mode) {
   char name[64];
   size_t n = (size_t)N * F;
   /* Scale 4 reaches the tails, where the sigmoid saturates. */
@@ -270,7 +272,8 @@ static void test_swiglu(int N, int F) {
   float *dout = randn(n, 1.0f, 0.0f), *dgate0 = randn(n, 1.0f, 0.0f), *dup0 = randn(n, 1.0f, 0.0f);
   float *dgate = copy(dgate0, n), *dup = copy(dup0, n);
   nn_swiglu_forward(&cpu, f2(out, N, F), f2(gate, N, F), f2(up, N, F));
-  nn_swiglu_backward(&cpu, f2(dgate, N, F), f2(dup, N, F), f2(dout, N, F), f2(gate, N, F), f2(up, N, F));
+  nn_swiglu_backward(&cpu, f2(dgate, N, F), f2(dup, N, F), mode, f2(dout, N, F), f2(gate, N, F), f2(up, N, F));
+  if (mode == NN_GRAD_SET) memset(dgate0, 0, n * sizeof *dgate0), memset(dup0, 0, n * sizeof *dup0);
   W(gate, DIMS(N, F));
   W(up, DIMS(N, F));
   W(out, DIMS(N, F));
@@ -282,8 +285,10 @@ static void test_swiglu(int N, int F) {
   free(gate), free(up), free(out), free(dout), free(dgate0), free(dup0), free(dgate), free(dup);
 }
 
-/* with_dq = 0 passes TENSOR_NONE for dq: dk and dv must come out the same. */
-static void test_gqa_attention(const char *kernel, int B, int T, int NH, int NKV, int hd, int with_dq) {
+/* with_dq = 0 passes TENSOR_NONE for dq: dk and dv must come out the same. NN_GRAD_SET as
+ * in test_matmul. */
+static void test_gqa_attention(const char *kernel, int B, int T, int NH, int NKV, int hd, int with_dq,
+                               enum nn_grad mode) {
   char name[64];
   size_t nq = (size_t)B * T * NH * hd, nkv = (size_t)B * T * NKV * hd, nlse = (size_t)B * NH * T;
   float *q = randn(nq, 1.0f, 0.0f), *k = randn(nkv, 1.0f, 0.0f), *v = randn(nkv, 1.0f, 0.0f);
@@ -294,8 +299,12 @@ static void test_gqa_attention(const char *kernel, int B, int T, int NH, int NKV
   struct tensor k4 = tensor_4d(k, DTYPE_F32, (size_t)B, (size_t)T, (size_t)NKV, (size_t)hd);
   struct tensor v4 = tensor_4d(v, DTYPE_F32, (size_t)B, (size_t)T, (size_t)NKV, (size_t)hd);
   nn_gqa_attention_forward(&cpu, f2(out, B * T, NH * hd), f3(lse, B, NH, T), q4, k4, v4);
-  nn_gqa_attention_backward(&cpu, with_dq ? f1(dq, (int)nq) : TENSOR_NONE, f1(dk, (int)nkv), f1(dv, (int)nkv),
+  nn_gqa_attention_backward(&cpu, with_dq ? f1(dq, (int)nq) : TENSOR_NONE, f1(dk, (int)nkv), f1(dv, (int)nkv), mode,
                             f2(dout, B * T, NH * hd), q4, k4, v4, f2(out, B * T, NH * hd), f3(lse, B, NH, T));
+  if (mode == NN_GRAD_SET) {
+    memset(dq0, 0, nq * sizeof *dq0);
+    memset(dk0, 0, nkv * sizeof *dk0), memset(dv0, 0, nkv * sizeof *dv0);
+  }
   W(q, DIMS(B, T, NH, hd));
   W(k, DIMS(B, T, NKV, hd));
   W(v, DIMS(B, T, NKV, hd));
@@ -357,10 +366,11 @@ int main(int argc, char **argv) {
   test_matmul("matmul", B * T, C, OC, 1, NN_GRAD_ADD);
   test_matmul("matmul_nobias", B * T, C, OC, 0, NN_GRAD_ADD);
   test_matmul("matmul_set", B * T, C, OC, 1, NN_GRAD_SET);
-  test_attention("attention", B, T, C, NH);
-  test_attention("attention_long", 3, 37, 30, 5);
-  test_attention("attention_tiles", 2, 150, 32, 2); /* three tiles, the last partial */
-  test_attention("attention_blocks", 1, 300, 32, 2); /* two key blocks, the last partial */
+  test_attention("attention", B, T, C, NH, NN_GRAD_ADD);
+  test_attention("attention_long", 3, 37, 30, 5, NN_GRAD_ADD);
+  test_attention("attention_tiles", 2, 150, 32, 2, NN_GRAD_ADD); /* three tiles, the last partial */
+  test_attention("attention_blocks", 1, 300, 32, 2, NN_GRAD_ADD); /* two key blocks, the last partial */
+  test_attention("attention_set", 2, 150, 32, 2, NN_GRAD_SET);
   test_gelu("gelu", B * T * 4 * C, NN_GRAD_ADD);
   test_gelu("gelu_set", B * T * 4 * C, NN_GRAD_SET);
   test_classifier("classifier", B * T, V, V);
@@ -374,14 +384,16 @@ int main(int argc, char **argv) {
   test_rope("rope", B, T, NH, 6, T + 3, plain);
   /* hd 16 puts f_i in all three of the scaling's bands; 9000 rows pass L = 8192. */
   test_rope("rope_scaled", 3, 7, 2, 16, 9000, llama31);
-  test_swiglu(B * T, 37);
-  test_gqa_attention("gqa_attention", B, T, 6, 2, 5, 1);
-  test_gqa_attention("gqa_attention_mha", B, T, NH, NH, 4, 1);
-  test_gqa_attention("gqa_attention_long", 3, 37, 8, 2, 7, 1);
-  test_gqa_attention("gqa_attention_tiles", 1, 135, 4, 2, 16, 1);
-  test_gqa_attention("gqa_attention_tiles_nodq", 1, 135, 4, 1, 16, 0);
-  test_gqa_attention("gqa_attention_blocks", 1, 300, 4, 2, 16, 1);
-  test_gqa_attention("gqa_attention_nodq", B, T, 6, 3, 5, 0);
+  test_swiglu("swiglu", B * T, 37, NN_GRAD_ADD);
+  test_swiglu("swiglu_set", B * T, 37, NN_GRAD_SET);
+  test_gqa_attention("gqa_attention", B, T, 6, 2, 5, 1, NN_GRAD_ADD);
+  test_gqa_attention("gqa_attention_mha", B, T, NH, NH, 4, 1, NN_GRAD_ADD);
+  test_gqa_attention("gqa_attention_long", 3, 37, 8, 2, 7, 1, NN_GRAD_ADD);
+  test_gqa_attention("gqa_attention_tiles", 1, 135, 4, 2, 16, 1, NN_GRAD_ADD);
+  test_gqa_attention("gqa_attention_tiles_nodq", 1, 135, 4, 1, 16, 0, NN_GRAD_ADD);
+  test_gqa_attention("gqa_attention_blocks", 1, 300, 4, 2, 16, 1, NN_GRAD_ADD);
+  test_gqa_attention("gqa_attention_blocks_set", 1, 300, 4, 2, 16, 1, NN_GRAD_SET);
+  test_gqa_attention("gqa_attention_nodq", B, T, 6, 3, 5, 0, NN_GRAD_ADD);
   test_cached_attention("cached_attention_step", 1, 9, 6, 2, 5);
   test_cached_attention("cached_attention_chunk", 4, 13, 6, 3, 4);
   test_cached_attention("cached_attention_prefill", 7, 7, 4, 4, 8);

@@ -64,8 +64,8 @@ void nn_matmul_backward(const struct nn_ctx *c, struct tensor dinp, enum nn_grad
  * lse (B, NH, T, fp32) receives each query's log-sum-exp of its scores, from which the
  * backward recomputes the probabilities (it reads out too). */
 void nn_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor lse, struct tensor qkv);
-void nn_attention_backward(const struct nn_ctx *c, struct tensor dqkv, struct tensor dout, struct tensor qkv,
-                           struct tensor out, struct tensor lse);
+void nn_attention_backward(const struct nn_ctx *c, struct tensor dqkv, enum nn_grad dqkv_mode, struct tensor dout,
+                           struct tensor qkv, struct tensor out, struct tensor lse);
 
 /* GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
 void nn_gelu_forward(const struct nn_ctx *c, struct tensor out, struct tensor inp);
@@ -119,19 +119,19 @@ void nn_rope_backward(const struct nn_ctx *c, struct tensor dinp, struct tensor 
 
 /* out (N, F) = silu(gate) * up, silu(x) = x / (1 + exp(-x)); gate and up (N, F). */
 void nn_swiglu_forward(const struct nn_ctx *c, struct tensor out, struct tensor gate, struct tensor up);
-void nn_swiglu_backward(const struct nn_ctx *c, struct tensor dgate, struct tensor dup, struct tensor dout,
-                        struct tensor gate, struct tensor up);
+void nn_swiglu_backward(const struct nn_ctx *c, struct tensor dgate, struct tensor dup, enum nn_grad mode,
+                        struct tensor dout, struct tensor gate, struct tensor up);
 
 /* Grouped-query causal attention, tiled as nn_attention_forward. q (B, T, NH, hd), k and
  * v (B, T, NKV, hd), NH a multiple of NKV: query head h attends with kv head
  * h / (NH / NKV) (NKV == NH is multi-head attention), k and v never repeated.
  * out (B, T, NH * hd) = softmax(q k^T / sqrt(hd), causal) @ v with the heads side by side;
- * lse (B, NH, T, fp32) as for nn_attention_forward. The backward accumulates into dk and
- * dv the sum over the query heads that share them. */
+ * lse (B, NH, T, fp32) as for nn_attention_forward. The backward writes (mode, for all
+ * three) into dk and dv the sum over the query heads that share them. */
 void nn_gqa_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor lse, struct tensor q,
                               struct tensor k, struct tensor v);
 void nn_gqa_attention_backward(const struct nn_ctx *c, struct tensor dq, struct tensor dk, struct tensor dv,
-                               struct tensor dout, struct tensor q, struct tensor k, struct tensor v,
+                               enum nn_grad mode, struct tensor dout, struct tensor q, struct tensor k, struct tensor v,
                                struct tensor out, struct tensor lse);
 
 /* Attention of new positions over a KV cache (generation): q (n, NH, hd) holds the

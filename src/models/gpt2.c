@@ -164,7 +164,7 @@ static void block_backward(struct decoder *d, int l, void *input) {
   int u = d->blocks[l];
   struct gpt2_block_acts *a = &model->acts[l];
   struct nn_ctx c = decoder_ctx(d);
-  size_t N = (size_t)d->B * d->T, C = (size_t)d->config.n_embd;
+  size_t C = (size_t)d->config.n_embd;
   struct tensor d_residual = act2(model, d->d_residual, C), d_ln = act2(model, model->d_ln, C);
 
   nn_matmul_backward(&c, act2(model, model->d_fch_gelu, 4 * C), NN_GRAD_SET, decoder_grad(d, u, BLK_FCPROJ_W),
@@ -181,8 +181,7 @@ static void block_backward(struct decoder *d, int l, void *input) {
   nn_matmul_backward(&c, act2(model, model->d_atty, C), NN_GRAD_SET, decoder_grad(d, u, BLK_ATTPROJ_W),
                      decoder_grad(d, u, BLK_ATTPROJ_B), d_residual, act2(model, a->atty, C),
                      decoder_param(d, u, BLK_ATTPROJ_W));
-  decoder_zero(d, model->d_qkv, 3 * N * C);
-  nn_attention_backward(&c, act2(model, model->d_qkv, 3 * C), act2(model, model->d_atty, C),
+  nn_attention_backward(&c, act2(model, model->d_qkv, 3 * C), NN_GRAD_SET, act2(model, model->d_atty, C),
                         act2(model, a->qkv, 3 * C), act2(model, a->atty, C), decoder_lse(d, a->lse));
   nn_matmul_backward(&c, d_ln, NN_GRAD_SET, decoder_grad(d, u, BLK_QKV_W), decoder_grad(d, u, BLK_QKV_B),
                      act2(model, model->d_qkv, 3 * C), act2(model, a->ln1, C), decoder_param(d, u, BLK_QKV_W));

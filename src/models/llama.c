@@ -247,9 +247,7 @@ static void block_backward(struct decoder *d, int l, void *input) {
 
   nn_matmul_backward(&c, act2(model, model->d_swiglu, w.F), NN_GRAD_SET, decoder_grad(d, u, LLAMA_W2), TENSOR_NONE, d_residual,
                      act2(model, a->swiglu, w.F), decoder_param(d, u, LLAMA_W2));
-  decoder_zero(d, model->d_gate, w.N * w.F);
-  decoder_zero(d, model->d_up, w.N * w.F);
-  nn_swiglu_backward(&c, act2(model, model->d_gate, w.F), act2(model, model->d_up, w.F),
+  nn_swiglu_backward(&c, act2(model, model->d_gate, w.F), act2(model, model->d_up, w.F), NN_GRAD_SET,
                      act2(model, model->d_swiglu, w.F), act2(model, a->gate, w.F), act2(model, a->up, w.F));
   nn_matmul_backward(&c, d_norm, NN_GRAD_SET, decoder_grad(d, u, LLAMA_W1), TENSOR_NONE, act2(model, model->d_gate, w.F),
                      act2(model, a->ffn_norm, w.C), decoder_param(d, u, LLAMA_W1));
@@ -260,11 +258,8 @@ static void block_backward(struct decoder *d, int l, void *input) {
 
   nn_matmul_backward(&c, act2(model, model->d_atty, w.q), NN_GRAD_SET, decoder_grad(d, u, LLAMA_WO), TENSOR_NONE, d_residual,
                      act2(model, a->atty, w.q), decoder_param(d, u, LLAMA_WO));
-  decoder_zero(d, model->d_q, w.N * w.q);
-  decoder_zero(d, model->d_k, w.N * w.kv);
-  decoder_zero(d, model->d_v, w.N * w.kv);
   nn_gqa_attention_backward(&c, q_heads(model, model->d_q), kv_heads(model, model->d_k), kv_heads(model, model->d_v),
-                            act2(model, model->d_atty, w.q), q_heads(model, a->q), kv_heads(model, a->k),
+                            NN_GRAD_SET, act2(model, model->d_atty, w.q), q_heads(model, a->q), kv_heads(model, a->k),
                             kv_heads(model, a->v), act2(model, a->atty, w.q), decoder_lse(d, a->lse));
   rotated_projection_backward(model, u, LLAMA_WQ, model->d_q, w.q, a->attn_norm, NN_GRAD_SET);
   rotated_projection_backward(model, u, LLAMA_WK, model->d_k, w.kv, a->attn_norm, NN_GRAD_ADD);

@@ -111,9 +111,9 @@ void nn_attention_forward(const struct nn_ctx *c, struct tensor out, struct tens
   LAUNCH_AS(c, attention_forward, attention, out, lse, qkv);
 }
 
-void nn_attention_backward(const struct nn_ctx *c, struct tensor dqkv, struct tensor dout, struct tensor qkv,
-                           struct tensor out, struct tensor lse) {
-  LAUNCH(c, attention_backward, dqkv, dout, qkv, out, lse);
+void nn_attention_backward(const struct nn_ctx *c, struct tensor dqkv, enum nn_grad dqkv_mode, struct tensor dout,
+                           struct tensor qkv, struct tensor out, struct tensor lse) {
+  LAUNCH(c, attention_backward, dqkv, dout, qkv, out, lse, dqkv_mode);
 }
 
 void nn_gelu_forward(const struct nn_ctx *c, struct tensor out, struct tensor inp) {
@@ -162,9 +162,9 @@ void nn_swiglu_forward(const struct nn_ctx *c, struct tensor out, struct tensor 
   LAUNCH_AS(c, swiglu_forward, swiglu, out, gate, up);
 }
 
-void nn_swiglu_backward(const struct nn_ctx *c, struct tensor dgate, struct tensor dup, struct tensor dout,
-                        struct tensor gate, struct tensor up) {
-  LAUNCH(c, swiglu_backward, dgate, dup, dout, gate, up);
+void nn_swiglu_backward(const struct nn_ctx *c, struct tensor dgate, struct tensor dup, enum nn_grad mode,
+                        struct tensor dout, struct tensor gate, struct tensor up) {
+  LAUNCH(c, swiglu_backward, dgate, dup, dout, gate, up, mode);
 }
 
 void nn_gqa_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor lse, struct tensor q,
@@ -173,9 +173,9 @@ void nn_gqa_attention_forward(const struct nn_ctx *c, struct tensor out, struct 
 }
 
 void nn_gqa_attention_backward(const struct nn_ctx *c, struct tensor dq, struct tensor dk, struct tensor dv,
-                               struct tensor dout, struct tensor q, struct tensor k, struct tensor v,
-                               struct tensor out, struct tensor lse) {
-  LAUNCH(c, gqa_attention_backward, dq, dk, dv, dout, q, k, v, out, lse);
+                               enum nn_grad mode, struct tensor dout, struct tensor q, struct tensor k,
+                               struct tensor v, struct tensor out, struct tensor lse) {
+  LAUNCH(c, gqa_attention_backward, dq, dk, dv, dout, q, k, v, out, lse, mode);
 }
 
 void nn_cached_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor q, struct tensor k,

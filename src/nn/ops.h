@@ -29,7 +29,7 @@ struct matmul_backward_args {
 /* lse (B, NH, T) fp32: each query's log-sum-exp of its scores, what the backward
  * recomputes the probabilities from. */
 struct attention_args { struct tensor out, lse, qkv; };
-struct attention_backward_args { struct tensor dqkv, dout, qkv, out, lse; };
+struct attention_backward_args { struct tensor dqkv, dout, qkv, out, lse; enum nn_grad dqkv_mode; };
 struct gelu_args { struct tensor out, inp; };
 struct gelu_backward_args { struct tensor dinp, inp, dout; enum nn_grad dinp_mode; };
 struct residual_args { struct tensor out, a, b; };
@@ -44,9 +44,9 @@ struct rope_table_args { struct tensor table; struct nn_rope rope; };
 struct rope_args { struct tensor out, inp, table; };
 struct rope_backward_args { struct tensor dinp, dout, table; };
 struct swiglu_args { struct tensor out, gate, up; };
-struct swiglu_backward_args { struct tensor dgate, dup, dout, gate, up; };
+struct swiglu_backward_args { struct tensor dgate, dup, dout, gate, up; enum nn_grad mode; };
 struct gqa_attention_args { struct tensor out, lse, q, k, v; };
-struct gqa_attention_backward_args { struct tensor dq, dk, dv, dout, q, k, v, out, lse; };
+struct gqa_attention_backward_args { struct tensor dq, dk, dv, dout, q, k, v, out, lse; enum nn_grad mode; };
 struct cached_attention_args { struct tensor out, q, k, v; };
 struct cast_args { struct tensor dst, src; };
 struct round_args { struct tensor x; enum dtype dtype; };

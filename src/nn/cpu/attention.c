@@ -247,24 +247,30 @@ static struct backward_tiles backward_tiles_of(int hs, size_t extra_floats) {
   return w;
 }
 
-/* rows rows of t (each stride apart, the first at first) += scale * src (rows x cols),
- * rounded once; widened a tile of rows at a time into buf (ATTENTION_TILE x cols floats). */
-static void rows_add(struct tensor t, size_t first, int rows, int cols, size_t stride, const float *src, float scale,
-                     float *buf) {
-  for (int r0 = 0; r0 < rows; r0 += ATTENTION_TILE) {
-    int n = rows - r0 < ATTENTION_TILE ? rows - r0 : ATTENTION_TILE;
-    size_t at = first + (size_t)r0 * stride;
-    const float *add = src + (size_t)r0 * cols;
-    rows_in(t, at, n, cols, stride, buf);
-    for (size_t e = 0; e < (size_t)n * cols; e++) buf[e] += scale * add[e];
-    rows_store(t, at, n, cols, stride, buf);
-  }
-}
-
 struct backward_args {
   struct tensor dq, dk, dv, dout, out, lse, q, k, v;
   const struct head_layout *hl;
+  enum nn_grad mode;
 };
+
+/* rows rows of gradient t (each stride apart, the first at first) += (NN_GRAD_ADD) or
+ * = (NN_GRAD_SET) scale * src (rows x cols), rounded once; widened a tile of rows at a
+ * time into buf (ATTENTION_TILE x cols floats). */
+static void rows_put(const struct backward_args *a, struct tensor t, size_t first, int rows, int cols, size_t stride,
+                     const float *src, float scale, float *buf) {
+  for (int r0 = 0; r0 < rows; r0 += ATTENTION_TILE) {
+    int n = rows - r0 < ATTENTION_TILE ? rows - r0 : ATTENTION_TILE;
+    size_t at = first + (size_t)r0 * stride, count = (size_t)n * cols;
+    const float *part = src + (size_t)r0 * cols;
+    if (a->mode == NN_GRAD_ADD) {
+      rows_in(t, at, n, cols, stride, buf);
+      for (size_t e = 0; e < count; e++) buf[e] += scale * part[e];
+    } else {
+      for (size_t e = 0; e < count; e++) buf[e] = scale * part[e];
+    }
+    rows_store(t, at, n, cols, stride, buf);
+  }
+}
 
 /* dv += round(p)^T dout and dk += ds^T q (unscaled) of query tile qt against key tile kt,
  * into dvf and dkf (kt.n x hs); dsT is round(ds)^T, where dk is wanted. */
@@ -302,8 +308,8 @@ static void kv_tile_backward(const struct backward_args *a, int b, int g, int kj
       kv_grads(a, &w, &x, dsT, qt, kt, dkf, dvf);
     }
   }
-  if (a->dk.data) rows_add(a->dk, kva, kt.n, hs, (size_t)hl->kvs, dkf, scale, w.x);
-  if (a->dv.data) rows_add(a->dv, kva, kt.n, hs, (size_t)hl->kvs, dvf, 1.0f, w.x);
+  if (a->dk.data) rows_put(a, a->dk, kva, kt.n, hs, (size_t)hl->kvs, dkf, scale, w.x);
+  if (a->dv.data) rows_put(a, a->dv, kva, kt.n, hs, (size_t)hl->kvs, dvf, 1.0f, w.x);
 }
 
 /* Query tile qi of head h in batch b: dq over the key blocks it sees. */
@@ -324,7 +330,7 @@ static void q_tile_backward(const struct backward_args *a, int b, int h, int qi)
     score_grads(d, w.ds, w.p, &x, rows_of(a->v, at, hl->kvs, 1), qt, kt, hs);
     product(d, qt.n, hs, kt.n, weights(d, w.ds, qt.n, kt.n, w.ds16, 0), rows_of(a->k, at, hl->kvs, 0), 1, dqf, hs);
   }
-  rows_add(a->dq, head_at(hl, hl->qs, b, h) + (size_t)qt.r0 * hl->qs, qt.n, hs, (size_t)hl->qs, dqf, scale, x.wide);
+  rows_put(a, a->dq, head_at(hl, hl->qs, b, h) + (size_t)qt.r0 * hl->qs, qt.n, hs, (size_t)hl->qs, dqf, scale, x.wide);
 }
 
 /* Every tile of kv head g in batch b in one task: each query tile of each query head
@@ -360,11 +366,11 @@ static void kv_head_backward(const struct backward_args *a, int b, int g) {
         if (a->dq.data) product(d, qt.n, hs, kt.n, ds, rows_of(a->k, at, hl->kvs, 0), 1, dqf, hs);
       }
       if (a->dq.data)
-        rows_add(a->dq, head_at(hl, hl->qs, b, h) + (size_t)qt.r0 * hl->qs, qt.n, hs, (size_t)hl->qs, dqf, scale,
+        rows_put(a, a->dq, head_at(hl, hl->qs, b, h) + (size_t)qt.r0 * hl->qs, qt.n, hs, (size_t)hl->qs, dqf, scale,
                  x.wide);
     }
-  if (a->dk.data) rows_add(a->dk, kva, T, hs, (size_t)hl->kvs, dkf, scale, w.x);
-  if (a->dv.data) rows_add(a->dv, kva, T, hs, (size_t)hl->kvs, dvf, 1.0f, w.x);
+  if (a->dk.data) rows_put(a, a->dk, kva, T, hs, (size_t)hl->kvs, dkf, scale, w.x);
+  if (a->dv.data) rows_put(a, a->dv, kva, T, hs, (size_t)hl->kvs, dvf, 1.0f, w.x);
 }
 
 /* One pass where the (batch, kv head) pairs are at least twice the threads; two, over
@@ -429,7 +435,7 @@ void cpu_attention_backward(void *p) {
   struct head_layout hl = packed_heads(a->lse, C);
   struct backward_args x = {packed_part(a->dqkv, C, 0), packed_part(a->dqkv, C, 1), packed_part(a->dqkv, C, 2),
                             a->dout, a->out, a->lse, packed_part(a->qkv, C, 0), packed_part(a->qkv, C, 1),
-                            packed_part(a->qkv, C, 2), &hl};
+                            packed_part(a->qkv, C, 2), &hl, a->dqkv_mode};
   attention_backward(&x);
 }
 
@@ -442,6 +448,6 @@ void cpu_gqa_attention_forward(void *p) {
 void cpu_gqa_attention_backward(void *p) {
   const struct gqa_attention_backward_args *a = p;
   struct head_layout hl = gqa_heads(a->q, a->k);
-  struct backward_args x = {a->dq, a->dk, a->dv, a->dout, a->out, a->lse, a->q, a->k, a->v, &hl};
+  struct backward_args x = {a->dq, a->dk, a->dv, a->dout, a->out, a->lse, a->q, a->k, a->v, &hl, a->mode};
   attention_backward(&x);
 }

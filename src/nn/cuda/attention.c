@@ -51,7 +51,7 @@ void cuda_attention_backward(void *p) {
   struct gpu_attention_layout l = packed_layout(op, a->lse, a->dout);
   int C = l.NH * l.hd;
   layer_check(op, gpu_flash_attention_backward(packed_part(a->dqkv, C, 0), packed_part(a->dqkv, C, 1),
-                                               packed_part(a->dqkv, C, 2), buf(a->dout), packed_part(a->qkv, C, 0),
+                                               packed_part(a->dqkv, C, 2), a->dqkv_mode == NN_GRAD_ADD, buf(a->dout), packed_part(a->qkv, C, 0),
                                                packed_part(a->qkv, C, 1), packed_part(a->qkv, C, 2), buf(a->out),
                                                a->lse.data, l, layer_stream()));
 }
@@ -66,9 +66,9 @@ void cuda_gqa_attention_forward(void *p) {
 void cuda_gqa_attention_backward(void *p) {
   const struct gqa_attention_backward_args *a = p;
   const char *op = "gqa_attention_backward";
-  layer_check(op, gpu_flash_attention_backward(buf(a->dq), buf(a->dk), buf(a->dv), buf(a->dout), buf(a->q),
-                                               buf(a->k), buf(a->v), buf(a->out), a->lse.data,
-                                               gqa_layout(op, a->q, a->k), layer_stream()));
+  layer_check(op, gpu_flash_attention_backward(buf(a->dq), buf(a->dk), buf(a->dv), a->mode == NN_GRAD_ADD,
+                                               buf(a->dout), buf(a->q), buf(a->k), buf(a->v), buf(a->out),
+                                               a->lse.data, gqa_layout(op, a->q, a->k), layer_stream()));
 }
 
 void cuda_cached_attention_forward(void *p) {

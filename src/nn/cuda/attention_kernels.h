@@ -25,8 +25,8 @@ struct gpu_attention_layout {
 
 cudaError_t gpu_flash_attention_forward(struct gpu_buf out, float *lse, struct gpu_buf q, struct gpu_buf k,
                                         struct gpu_buf v, struct gpu_attention_layout l, cudaStream_t s);
-/* dq, dk, dv accumulate; an absent one has no data. */
-cudaError_t gpu_flash_attention_backward(struct gpu_buf dq, struct gpu_buf dk, struct gpu_buf dv,
+/* dq, dk, dv are added to (accumulate 1) or written (0); an absent one has no data. */
+cudaError_t gpu_flash_attention_backward(struct gpu_buf dq, struct gpu_buf dk, struct gpu_buf dv, int accumulate,
                                          struct gpu_buf dout, struct gpu_buf q, struct gpu_buf k, struct gpu_buf v,
                                          struct gpu_buf out, const float *lse, struct gpu_attention_layout l,
                                          cudaStream_t s);

@@ -23,4 +23,12 @@ static __device__ inline void elem_set(struct gpu_buf b, size_t i, float x) {
 /* b[i] += x, the sum in fp32 and rounded once: the backwards' accumulation. */
 static __device__ inline void elem_add(struct gpu_buf b, size_t i, float x) { elem_set(b, i, elem_get(b, i) + x); }
 
+/* A backward's input gradient: added (NN_GRAD_ADD) or written (NN_GRAD_SET). */
+static __device__ inline void elem_put(struct gpu_buf b, size_t i, float x, int accumulate) {
+  if (accumulate)
+    elem_add(b, i, x);
+  else
+    elem_set(b, i, x);
+}
+
 #endif

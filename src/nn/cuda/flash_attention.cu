@@ -134,7 +134,7 @@ static __device__ inline float probability(const float *qr, const float *kc, flo
 static __global__ void __launch_bounds__(THREADS)
     flash_backward_kv_kernel(struct gpu_buf dk, struct gpu_buf dv, struct gpu_buf dout, struct gpu_buf q,
                              struct gpu_buf k, struct gpu_buf v, struct gpu_buf out, const float *lse,
-                             struct gpu_attention_layout l, float scale) {
+                             struct gpu_attention_layout l, float scale, int accumulate) {
   extern __shared__ float smem[];
   int LD = l.hd + 1, PLD = TILE + 1, os = l.NH * l.hd, group = l.NH / l.NKV, nt = (l.T + TILE - 1) / TILE;
   float *ks = smem, *vs = ks + TILE * LD, *qs = vs + TILE * LD, *dos = qs + TILE * LD, *ps = dos + TILE * LD;
@@ -193,8 +193,8 @@ static __global__ void __launch_bounds__(THREADS)
     int e = sub + LANES_PER_ROW * i;
     if (e >= l.hd) break;
     size_t at = kva + (size_t)c * l.kvs + e;
-    if (dk.data) elem_add(dk, at, dk_acc[i] * scale);
-    if (dv.data) elem_add(dv, at, dv_acc[i]);
+    if (dk.data) elem_put(dk, at, dk_acc[i] * scale, accumulate);
+    if (dv.data) elem_put(dv, at, dv_acc[i], accumulate);
   }
 }
 
@@ -202,7 +202,7 @@ static __global__ void __launch_bounds__(THREADS)
 static __global__ void __launch_bounds__(THREADS)
     flash_backward_q_kernel(struct gpu_buf dq, struct gpu_buf dout, struct gpu_buf q, struct gpu_buf k,
                             struct gpu_buf v, struct gpu_buf out, const float *lse, struct gpu_attention_layout l,
-                            float scale) {
+                            float scale, int accumulate) {
   extern __shared__ float smem[];
   int LD = l.hd + 1, PLD = TILE + 1, os = l.NH * l.hd;
   float *ks = smem, *vs = ks + TILE * LD, *qs = vs + TILE * LD, *dos = qs + TILE * LD, *dss = dos + TILE * LD;
@@ -247,7 +247,7 @@ static __global__ void __launch_bounds__(THREADS)
 #pragma unroll
   for (int i = 0; i < ACC; i++) {
     int e = sub + LANES_PER_ROW * i;
-    if (e < l.hd) elem_add(dq, qa + (size_t)r * l.qs + e, dq_acc[i] * scale);
+    if (e < l.hd) elem_put(dq, qa + (size_t)r * l.qs + e, dq_acc[i] * scale, accumulate);
   }
 }
 
@@ -265,23 +265,26 @@ extern "C" cudaError_t gpu_flash_attention_forward(struct gpu_buf out, float *ls
 }
 
 extern "C" cudaError_t gpu_flash_attention_backward(struct gpu_buf dq, struct gpu_buf dk, struct gpu_buf dv,
-                                                    struct gpu_buf dout, struct gpu_buf q, struct gpu_buf k,
-                                                    struct gpu_buf v, struct gpu_buf out, const float *lse,
-                                                    struct gpu_attention_layout l, cudaStream_t s) {
+                                                    int accumulate, struct gpu_buf dout, struct gpu_buf q,
+                                                    struct gpu_buf k, struct gpu_buf v, struct gpu_buf out,
+                                                    const float *lse, struct gpu_attention_layout l, cudaStream_t s) {
   if (l.B == 0 || l.T == 0) return cudaSuccess;
   const struct gpu_buf tensors[] = {dq, dk, dv, dout, q, k, v, out};
-  if (flash_tc_takes(dout.dtype, l, tensors)) return flash_tc_backward(dq, dk, dv, dout, q, k, v, out, lse, l, s);
+  if (flash_tc_takes(dout.dtype, l, tensors))
+    return flash_tc_backward(dq, dk, dv, accumulate, dout, q, k, v, out, lse, l, s);
   size_t bytes = backward_smem(l.hd);
   float scale = 1.0f / sqrtf((float)l.hd);
   cudaError_t rc;
   if (dk.data || dv.data) {
     if ((rc = allow_smem(flash_backward_kv_kernel, bytes)) != cudaSuccess) return rc;
-    flash_backward_kv_kernel<<<grid_of(l, l.NKV), THREADS, bytes, s>>>(dk, dv, dout, q, k, v, out, lse, l, scale);
+    flash_backward_kv_kernel<<<grid_of(l, l.NKV), THREADS, bytes, s>>>(dk, dv, dout, q, k, v, out, lse, l, scale,
+                                                                        accumulate);
     if ((rc = cudaGetLastError()) != cudaSuccess) return rc;
   }
   if (dq.data) {
     if ((rc = allow_smem(flash_backward_q_kernel, bytes)) != cudaSuccess) return rc;
-    flash_backward_q_kernel<<<grid_of(l, l.NH), THREADS, bytes, s>>>(dq, dout, q, k, v, out, lse, l, scale);
+    flash_backward_q_kernel<<<grid_of(l, l.NH), THREADS, bytes, s>>>(dq, dout, q, k, v, out, lse, l, scale,
+                                                                      accumulate);
   }
   return cudaGetLastError();
 }

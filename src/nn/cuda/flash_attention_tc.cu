@@ -291,7 +291,7 @@ template <typename T, int HD>
 static __global__ void __launch_bounds__(TC_THREADS)
     flash_backward_kv_tc_kernel(struct gpu_buf dk, struct gpu_buf dv, struct gpu_buf dout, struct gpu_buf q,
                                 struct gpu_buf k, struct gpu_buf v, struct gpu_buf out, const float *lse,
-                                struct gpu_attention_layout l, float scale) {
+                                struct gpu_attention_layout l, float scale, bool accumulate) {
   const int LD = HD + 8, OTILES = HD / 8;
   extern __shared__ __align__(128) float smem[];
   T *ks = (T *)smem, *vs = ks + TILE * LD, *qs = vs + TILE * LD, *dos = qs + TILE * LD;
@@ -356,8 +356,9 @@ static __global__ void __launch_bounds__(TC_THREADS)
     size_t at = kva + (size_t)row * l.kvs + 2 * t;
 #pragma unroll
     for (int j = 0; j < OTILES; j++) {
-      if (dk.data) store_pair<T>(dk, at + 8 * j, dk_sum[j][2 * r] * scale, dk_sum[j][2 * r + 1] * scale, true);
-      if (dv.data) store_pair<T>(dv, at + 8 * j, dv_sum[j][2 * r], dv_sum[j][2 * r + 1], true);
+      if (dk.data)
+        store_pair<T>(dk, at + 8 * j, dk_sum[j][2 * r] * scale, dk_sum[j][2 * r + 1] * scale, accumulate);
+      if (dv.data) store_pair<T>(dv, at + 8 * j, dv_sum[j][2 * r], dv_sum[j][2 * r + 1], accumulate);
     }
   }
 }
@@ -368,7 +369,7 @@ template <typename T, int HD>
 static __global__ void __launch_bounds__(TC_THREADS)
     flash_backward_q_tc_kernel(struct gpu_buf dq, struct gpu_buf dout, struct gpu_buf q, struct gpu_buf k,
                                struct gpu_buf v, struct gpu_buf out, const float *lse, struct gpu_attention_layout l,
-                               float scale) {
+                               float scale, bool accumulate) {
   const int LD = HD + 8, OTILES = HD / 8;
   extern __shared__ __align__(128) float smem[];
   T *ks = (T *)smem, *vs = ks + TILE * LD, *qs = vs + TILE * LD, *dos = qs + TILE * LD;
@@ -429,7 +430,7 @@ static __global__ void __launch_bounds__(TC_THREADS)
     size_t at = qa + (size_t)(row + 8 * r) * l.qs + 2 * t;
 #pragma unroll
     for (int j = 0; j < OTILES; j++)
-      store_pair<T>(dq, at + 8 * j, dq_sum[j][2 * r] * scale, dq_sum[j][2 * r + 1] * scale, true);
+      store_pair<T>(dq, at + 8 * j, dq_sum[j][2 * r] * scale, dq_sum[j][2 * r + 1] * scale, accumulate);
   }
 }
 
@@ -445,22 +446,22 @@ static cudaError_t forward_tc(struct gpu_buf out, float *lse, struct gpu_buf q, 
 }
 
 template <typename T, int HD>
-static cudaError_t backward_tc(struct gpu_buf dq, struct gpu_buf dk, struct gpu_buf dv, struct gpu_buf dout,
-                               struct gpu_buf q, struct gpu_buf k, struct gpu_buf v, struct gpu_buf out,
-                               const float *lse, struct gpu_attention_layout l, cudaStream_t s) {
+static cudaError_t backward_tc(struct gpu_buf dq, struct gpu_buf dk, struct gpu_buf dv, bool accumulate,
+                               struct gpu_buf dout, struct gpu_buf q, struct gpu_buf k, struct gpu_buf v,
+                               struct gpu_buf out, const float *lse, struct gpu_attention_layout l, cudaStream_t s) {
   size_t bytes = backward_smem<T, HD>();
   float scale = 1.0f / sqrtf((float)HD);
   cudaError_t rc;
   if (dk.data || dv.data) {
     if ((rc = allow_smem(flash_backward_kv_tc_kernel<T, HD>, bytes)) != cudaSuccess) return rc;
     flash_backward_kv_tc_kernel<T, HD>
-        <<<grid_of(l, l.NKV), TC_THREADS, bytes, s>>>(dk, dv, dout, q, k, v, out, lse, l, scale);
+        <<<grid_of(l, l.NKV), TC_THREADS, bytes, s>>>(dk, dv, dout, q, k, v, out, lse, l, scale, accumulate);
     if ((rc = cudaGetLastError()) != cudaSuccess) return rc;
   }
   if (dq.data) {
     if ((rc = allow_smem(flash_backward_q_tc_kernel<T, HD>, bytes)) != cudaSuccess) return rc;
     flash_backward_q_tc_kernel<T, HD>
-        <<<grid_of(l, l.NH), TC_THREADS, bytes, s>>>(dq, dout, q, k, v, out, lse, l, scale);
+        <<<grid_of(l, l.NH), TC_THREADS, bytes, s>>>(dq, dout, q, k, v, out, lse, l, scale, accumulate);
   }
   return cudaGetLastError();
 }
@@ -473,12 +474,13 @@ cudaError_t flash_tc_forward(struct gpu_buf out, float *lse, struct gpu_buf q, s
   return l.hd == 64 ? forward_tc<__half, 64>(out, lse, q, k, v, l, s) : forward_tc<__half, 128>(out, lse, q, k, v, l, s);
 }
 
-cudaError_t flash_tc_backward(struct gpu_buf dq, struct gpu_buf dk, struct gpu_buf dv, struct gpu_buf dout,
-                              struct gpu_buf q, struct gpu_buf k, struct gpu_buf v, struct gpu_buf out,
-                              const float *lse, struct gpu_attention_layout l, cudaStream_t s) {
+cudaError_t flash_tc_backward(struct gpu_buf dq, struct gpu_buf dk, struct gpu_buf dv, int accumulate,
+                              struct gpu_buf dout, struct gpu_buf q, struct gpu_buf k, struct gpu_buf v,
+                              struct gpu_buf out, const float *lse, struct gpu_attention_layout l, cudaStream_t s) {
+  bool add = accumulate != 0;
   if (dout.dtype == DTYPE_BF16)
-    return l.hd == 64 ? backward_tc<__nv_bfloat16, 64>(dq, dk, dv, dout, q, k, v, out, lse, l, s)
-                      : backward_tc<__nv_bfloat16, 128>(dq, dk, dv, dout, q, k, v, out, lse, l, s);
-  return l.hd == 64 ? backward_tc<__half, 64>(dq, dk, dv, dout, q, k, v, out, lse, l, s)
-                    : backward_tc<__half, 128>(dq, dk, dv, dout, q, k, v, out, lse, l, s);
+    return l.hd == 64 ? backward_tc<__nv_bfloat16, 64>(dq, dk, dv, add, dout, q, k, v, out, lse, l, s)
+                      : backward_tc<__nv_bfloat16, 128>(dq, dk, dv, add, dout, q, k, v, out, lse, l, s);
+  return l.hd == 64 ? backward_tc<__half, 64>(dq, dk, dv, add, dout, q, k, v, out, lse, l, s)
+                    : backward_tc<__half, 128>(dq, dk, dv, add, dout, q, k, v, out, lse, l, s);
 }

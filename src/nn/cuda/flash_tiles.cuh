@@ -52,8 +52,8 @@ static inline bool flash_tc_takes(enum dtype d, const struct gpu_attention_layou
 }
 cudaError_t flash_tc_forward(struct gpu_buf out, float *lse, struct gpu_buf q, struct gpu_buf k, struct gpu_buf v,
                              struct gpu_attention_layout l, cudaStream_t s);
-cudaError_t flash_tc_backward(struct gpu_buf dq, struct gpu_buf dk, struct gpu_buf dv, struct gpu_buf dout,
-                              struct gpu_buf q, struct gpu_buf k, struct gpu_buf v, struct gpu_buf out,
-                              const float *lse, struct gpu_attention_layout l, cudaStream_t s);
+cudaError_t flash_tc_backward(struct gpu_buf dq, struct gpu_buf dk, struct gpu_buf dv, int accumulate,
+                              struct gpu_buf dout, struct gpu_buf q, struct gpu_buf k, struct gpu_buf v,
+                              struct gpu_buf out, const float *lse, struct gpu_attention_layout l, cudaStream_t s);
 
 #endif

@@ -63,8 +63,8 @@ void cuda_swiglu_forward(void *p) {
 
 void cuda_swiglu_backward(void *p) {
   const struct swiglu_backward_args *a = p;
-  layer_check("swiglu_backward", gpu_swiglu_backward(buf(a->dgate), buf(a->dup), buf(a->dout), buf(a->gate), buf(a->up),
-                                               tensor_numel(&a->gate), layer_stream()));
+  layer_check("swiglu_backward", gpu_swiglu_backward(buf(a->dgate), buf(a->dup), a->mode == NN_GRAD_ADD, buf(a->dout),
+                                                     buf(a->gate), buf(a->up), tensor_numel(&a->gate), layer_stream()));
 }
 
 void cuda_init_trunc_normal(void *p) {

@@ -44,8 +44,9 @@ cudaError_t gpu_rope_backward(struct gpu_buf dinp, struct gpu_buf dout, struct g
 
 cudaError_t gpu_swiglu_forward(struct gpu_buf out, struct gpu_buf gate, struct gpu_buf up, size_t n,
                                cudaStream_t s);
-cudaError_t gpu_swiglu_backward(struct gpu_buf dgate, struct gpu_buf dup, struct gpu_buf dout, struct gpu_buf gate,
-                                struct gpu_buf up, size_t n, cudaStream_t s);
+/* dgate and dup are added to (accumulate 1) or written (0). */
+cudaError_t gpu_swiglu_backward(struct gpu_buf dgate, struct gpu_buf dup, int accumulate, struct gpu_buf dout,
+                                struct gpu_buf gate, struct gpu_buf up, size_t n, cudaStream_t s);
 
 /* x[i] = rng_trunc_normal(seed, stream, first + i, std, bound) (fp32). */
 cudaError_t gpu_init_trunc_normal(float *x, size_t n, uint64_t seed, uint64_t stream, uint64_t first, float std,
