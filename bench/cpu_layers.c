@@ -203,7 +203,9 @@ static void run_adamw(void *s) {
   struct runtime_state *r = s;
   struct nn_adamw h = {.lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
                        .bias_correction1 = 0.5f, .bias_correction2_sqrt = 0.7f};
-  nn_adamw(&cpu, f1(r->param, r->n), f1(r->grad, r->n), TENSOR_NONE, f1(r->m, r->n), f1(r->v, r->n), &h);
+  /* In 16 bits, with the rounded copy a shard group of one rank keeps. */
+  struct tensor rounded = dt == DTYPE_F32 ? TENSOR_NONE : tensor_1d(r->half, dt, r->n);
+  nn_adamw(&cpu, f1(r->param, r->n), rounded, f1(r->grad, r->n), TENSOR_NONE, f1(r->m, r->n), f1(r->v, r->n), &h);
 }
 static void run_cast_narrow(void *s) {
   struct runtime_state *r = s;

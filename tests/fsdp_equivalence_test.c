@@ -106,7 +106,8 @@ static void check_sharded_state(const struct fsdp_model *m, int world) {
 }
 
 /* Full sharding keeps only the unit of the forward's last use gathered (for the
- * backward that follows), grad-op every unit, DDP none of its own. */
+ * backward that follows), grad-op every unit, DDP none of its own: nor does a world of
+ * one rank, whose shards are the whole parameters (in fp32, the shard itself). */
 static void check_after_forward(const struct fsdp_model *m, enum sharding_strategy s) {
   const struct fsdp_unit *kept = m->uses[m->n_uses - 1].unit;
   size_t expected = 0;
@@ -114,6 +115,7 @@ static void check_after_forward(const struct fsdp_model *m, enum sharding_strate
     const struct fsdp_unit *u = m->units[i];
     if (s == SHARD_FULL && u != kept && (u->state != UNIT_SHARDED || u->param_full))
       FAIL("unit %s unsharded after forward", u->name);
+    if (!fsdp_unit_owns_param_full(u)) continue;
     if (s == SHARD_GRAD_OP || (s == SHARD_FULL && u == kept)) expected += padded_bytes(u);
   }
   if (mem_current(MEM_UNSHARDED_PARAMS) != expected)

@@ -509,21 +509,26 @@ static void test_norm_paths(enum dtype d, int N, int C) {
   free(inp), free(weight), free(bias), free(dout), free(dinp0), free(dw0);
 }
 
-/* AdamW (fp32 whatever the compute dtype) over n elements: vectors and a remainder; the
- * second step with a gradient scale. */
-static void test_adamw_paths(size_t n) {
+/* AdamW (fp32 whatever the compute dtype) over n elements: vectors and a remainder, and
+ * chunks on several threads where n passes one; the second step with a gradient scale.
+ * rd: the dtype of the rounded copy it writes too (DTYPE_F32: none), which must be the
+ * last param rounded as nn_cast rounds it. */
+static void test_adamw_paths(size_t n, enum dtype rd) {
   float *param0 = random_in(DTYPE_F32, n, 0.02f, 0.0f, 0), *grad = random_in(DTYPE_F32, n, 1e-3f, 0.0f, 1);
   float *m0 = random_in(DTYPE_F32, n, 1e-4f, 0.0f, 0), *v0 = random_in(DTYPE_F32, n, 1e-6f, 1e-6f, 0);
   struct nn_adamw h = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
                        .bias_correction1 = 0.271f, .bias_correction2_sqrt = 0.3f};
   float *out[2][3];
+  uint16_t *rounded[2] = {NULL, NULL};
   for (int path = 0; path < 2; path++) {
     simd_limit(path == 0 ? SIMD_AVX512 : SIMD_SCALAR);
     size_t bytes = n * sizeof(float);
     float *p = copy_of(param0, bytes), *m = copy_of(m0, bytes), *v = copy_of(v0, bytes);
+    if (rd != DTYPE_F32) rounded[path] = fsdp_xmalloc(n * sizeof(uint16_t));
+    struct tensor r = rounded[path] ? tensor_1d(rounded[path], rd, n) : TENSOR_NONE;
     float grad_scale = 0.3712f;
     for (int step = 0; step < 3; step++)
-      nn_adamw(&cpu, tensor_1d(p, DTYPE_F32, n), tensor_1d(grad, DTYPE_F32, n),
+      nn_adamw(&cpu, tensor_1d(p, DTYPE_F32, n), r, tensor_1d(grad, DTYPE_F32, n),
                step == 1 ? tensor_1d(&grad_scale, DTYPE_F32, 1) : TENSOR_NONE, tensor_1d(m, DTYPE_F32, n),
                tensor_1d(v, DTYPE_F32, n), &h);
     out[path][0] = p, out[path][1] = m, out[path][2] = v;
@@ -532,6 +537,15 @@ static void test_adamw_paths(size_t n) {
   expect_same_bits("adamw param (3 steps)", DTYPE_F32, out[0][0], out[1][0], n * sizeof(float));
   expect_same_bits("adamw m (3 steps)", DTYPE_F32, out[0][1], out[1][1], n * sizeof(float));
   expect_same_bits("adamw v (3 steps)", DTYPE_F32, out[0][2], out[1][2], n * sizeof(float));
+  if (rd != DTYPE_F32) {
+    uint16_t *cast = fsdp_xmalloc(n * sizeof(uint16_t));
+    dtype_pack(rd, out[0][0], cast, n);
+    checks++;
+    int same = memcmp(rounded[0], cast, n * sizeof(uint16_t)) == 0 && memcmp(rounded[1], cast, n * sizeof(uint16_t)) == 0;
+    printf("%-5s %-44s %s\n", dtype_name(rd), "adamw rounded copy", same ? "the param cast, on both paths" : "DIFFERS from the param cast");
+    if (!same) failures++;
+    free(cast), free(rounded[0]), free(rounded[1]);
+  }
   for (int path = 0; path < 2; path++)
     for (int k = 0; k < 3; k++) free(out[path][k]);
   free(param0), free(grad), free(m0), free(v0);
@@ -626,7 +640,9 @@ int main(void) {
     test_norm_paths(ALL[i], 16, 64);
     test_norm_paths(ALL[i], 5, 20);
   }
-  test_adamw_paths(16 * 1000 + 7);
+  test_adamw_paths(16 * 1000 + 7, DTYPE_F32);
+  test_adamw_paths(3 * 16384 + 7, DTYPE_BF16); /* four chunks */
+  test_adamw_paths(3 * 16384 + 7, DTYPE_F16);
   /* The thread sanitizer cannot see libgomp's barriers (tests/CMakeLists.txt): its build
    * runs the kernels on one thread, and the two passes need several. */
   const char *sanitizer = getenv("FSDP_SANITIZER");

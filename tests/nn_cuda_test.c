@@ -323,24 +323,32 @@ static void test_grad_clip_scale(void) {
 }
 
 /* Two steps, so that the second starts from moments the first wrote, the second with a
- * gradient scale. */
-static void test_adamw(size_t n) {
+ * gradient scale; with a rounded copy in rd (DTYPE_F32: none). */
+static void test_adamw(size_t n, enum dtype rd) {
   float *param = normals(n, 0.05f), *grad = normals(n, 0.01f), *m = normals(n, 0.001f), *v = normals(n, 1e-4f);
   for (size_t i = 0; i < n; i++) v[i] = v[i] * v[i];
   float *host[4] = {param, grad, m, v}, grad_scale = 0.3712f;
   void *dev[4], *dev_scale = to_gpu(&grad_scale, sizeof grad_scale);
   for (int k = 0; k < 4; k++) dev[k] = to_gpu(host[k], 4 * n);
+  uint16_t *rounded = rd == DTYPE_F32 ? NULL : fsdp_xcalloc(n, sizeof *rounded);
+  void *dev_rounded = rounded ? to_gpu(rounded, n * sizeof *rounded) : NULL;
+  struct tensor cpu_r = rounded ? t1(rounded, rd, n) : TENSOR_NONE, gpu_r = rounded ? t1(dev_rounded, rd, n) : TENSOR_NONE;
   for (int t = 1; t <= 2; t++) {
     struct nn_adamw h = {.lr = 6e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
                          .bias_correction1 = 1.0f - powf(0.9f, (float)t),
                          .bias_correction2_sqrt = sqrtf(1.0f - powf(0.95f, (float)t))};
-    nn_adamw(&cpu_ctx, t1(param, DTYPE_F32, n), t1(grad, DTYPE_F32, n),
+    nn_adamw(&cpu_ctx, t1(param, DTYPE_F32, n), cpu_r, t1(grad, DTYPE_F32, n),
              t == 2 ? t1(&grad_scale, DTYPE_F32, 1) : TENSOR_NONE, t1(m, DTYPE_F32, n), t1(v, DTYPE_F32, n), &h);
-    nn_adamw(&gpu_ctx, t1(dev[0], DTYPE_F32, n), t1(dev[1], DTYPE_F32, n),
+    nn_adamw(&gpu_ctx, t1(dev[0], DTYPE_F32, n), gpu_r, t1(dev[1], DTYPE_F32, n),
              t == 2 ? t1(dev_scale, DTYPE_F32, 1) : TENSOR_NONE, t1(dev[2], DTYPE_F32, n), t1(dev[3], DTYPE_F32, n),
              &h);
   }
   device_free(gpu, dev_scale, gpu_ctx.stream);
+  if (rounded) {
+    uint16_t *got = from_gpu(dev_rounded, n * sizeof *got);
+    expect_same_halves(rd == DTYPE_BF16 ? "adamw rounded copy (bf16)" : "adamw rounded copy (fp16)", n, rounded, got);
+    free(got), free(rounded);
+  }
   static const char *const NAMES[4] = {"adamw param", "adamw grad", "adamw m", "adamw v"};
   for (int k = 0; k < 4; k++) {
     float *got = from_gpu(dev[k], 4 * n);
@@ -368,7 +376,9 @@ int main(void) {
     test_elementwise(n);
     test_sums(n);
     test_init_normal(n);
-    test_adamw(n);
+    test_adamw(n, DTYPE_F32);
+    test_adamw(n, DTYPE_BF16);
+    test_adamw(n, DTYPE_F16);
   }
   test_grad_clip_scale();
   stream_destroy(gpu_ctx.stream);

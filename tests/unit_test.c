@@ -1,8 +1,9 @@
 /* One FSDP unit through its hooks, at any world size (run under mpirun): the shard
  * a rank initialises is the same slice of the one-rank model bit for bit, the
  * views into the gathered buffer are the parameters, padding stays zero, the
- * reduce-scatter averages the ranks' gradients, and the unsharded buffers live
- * exactly as long as the strategy says. */
+ * reduce-scatter averages the ranks' gradients, the unsharded buffers live
+ * exactly as long as the strategy says, and in 16 bits an unshard shows every write
+ * to the shards. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "check.h"
 #include "fsdp/device.h"
 #include "fsdp/comm.h"
+#include "fsdp/dtype.h"
 #include "fsdp/memory.h"
 #include "fsdp/rng.h"
 #include "fsdp/runtime.h"
@@ -39,9 +41,11 @@ static float expected_param(int p, size_t i) {
 /* The gradient rank r contributes to flat element i: exact in float, so sums are exact. */
 static float rank_grad(int r, size_t i) { return (float)(r + 1) * 0.25f + (float)(i % 97); }
 
-/* The model of one module, wrapped into one unit that full sharding frees after its forward. */
-static struct fsdp_unit *one_unit_model(struct fsdp_model *m, enum sharding_strategy strategy) {
-  fsdp_model_init(m, device_cpu(), comm_world(), strategy, NULL, NULL);
+/* The model of one module, wrapped into one unit that full sharding frees after its
+ * forward; mp NULL: fp32. */
+static struct fsdp_unit *one_unit_model(struct fsdp_model *m, enum sharding_strategy strategy,
+                                        const struct fsdp_mixed_precision *mp) {
+  fsdp_model_init(m, device_cpu(), comm_world(), strategy, NULL, mp);
   fsdp_model_add_module(m, "test unit", "", specs, N_PARAMS); /* MODULE */
   const struct fsdp_wrap_policy reshard = {WRAP_MODULE, 0, RESHARD_ALWAYS};
   fsdp_model_wrap(m, &reshard);
@@ -59,7 +63,7 @@ static void check_strategy(enum sharding_strategy strategy) {
   int W = comm_size(world), rank = comm_rank(world);
   int mesh = strategy == SHARD_NONE ? 1 : W;
   struct fsdp_model m;
-  struct fsdp_unit *u = one_unit_model(&m, strategy);
+  struct fsdp_unit *u = one_unit_model(&m, strategy, NULL);
   fsdp_model_init_params(&m, SEED);
   struct flat_layout *l = &u->layout;
 
@@ -79,8 +83,12 @@ static void check_strategy(enum sharding_strategy strategy) {
 
   fsdp_pre_forward(&m, MODULE);
   ASSERT(u->state == UNIT_UNSHARDED, "not unsharded after pre_forward");
-  ASSERT(unsharded_bytes(MEM_UNSHARDED_PARAMS) == (strategy == SHARD_NONE ? 0 : l->padded * sizeof(float)),
+  /* Replicated, or over one rank, the fp32 shard is the whole parameter, viewed in place. */
+  int whole = strategy == SHARD_NONE || W == 1;
+  ASSERT(fsdp_unit_owns_param_full(u) == !whole, "owns its unsharded parameters: %d", fsdp_unit_owns_param_full(u));
+  ASSERT(unsharded_bytes(MEM_UNSHARDED_PARAMS) == (whole ? 0 : l->padded * sizeof(float)),
          "unsharded params bytes %zu after pre_forward", unsharded_bytes(MEM_UNSHARDED_PARAMS));
+  ASSERT(!whole || u->param_full == u->param_shard, "a whole fp32 shard is not viewed in place");
   for (int p = 0; p < N_PARAMS; p++) {
     const float *view = fsdp_unit_param(u, p).data;
     for (size_t i = 0; i < l->params[p].numel; i++)
@@ -140,7 +148,7 @@ static void check_accumulation(enum sharding_strategy strategy, int no_sync) {
   struct comm_group *world = comm_world();
   int W = comm_size(world), rank = comm_rank(world);
   struct fsdp_model m;
-  struct fsdp_unit *u = one_unit_model(&m, strategy);
+  struct fsdp_unit *u = one_unit_model(&m, strategy, NULL);
   struct flat_layout *l = &u->layout;
   for (int k = 0; k < 2; k++) {
     m.requires_grad_sync = !no_sync || k == 1;
@@ -166,6 +174,43 @@ static void check_accumulation(enum sharding_strategy strategy, int no_sync) {
   fsdp_model_free(&m);
 }
 
+/* A value unlike the initial ones, that a rank writes into its shard. */
+static float written_param(int p, size_t i) { return 0.5f + 3.0f * expected_param(p, i); }
+
+/* In 16 bits, each unshard shows the writes to the shards since the one before (the
+ * initialisation's, then fsdp_unit_write_param_shard's, as a checkpoint's load or an
+ * import writes them), rounded once: a shard that is the whole parameter keeps its
+ * rounded copy between unshards (unit.h's param_rounded), which a write makes stale. */
+static void check_writes_seen(enum sharding_strategy strategy, enum dtype d) {
+  struct fsdp_model m;
+  const struct fsdp_mixed_precision mp = {d, DTYPE_F32};
+  struct fsdp_unit *u = one_unit_model(&m, strategy, &mp);
+  fsdp_model_init_params(&m, SEED);
+  for (int written = 0; written < 2; written++) {
+    for (int p = 0; written && p < N_PARAMS; p++) {
+      struct sharded_param_info info = fsdp_unit_param_info(u, p);
+      float *values = malloc((info.end - info.begin + 1) * sizeof(float));
+      for (size_t i = info.begin; i < info.end; i++) values[i - info.begin] = written_param(p, i);
+      fsdp_unit_write_param_shard(u, p, values);
+      free(values);
+    }
+    fsdp_unit_unshard(u);
+    fsdp_unit_wait_unsharded(u);
+    for (int p = 0; p < N_PARAMS; p++) {
+      const uint16_t *view = fsdp_unit_param(u, p).data;
+      for (size_t i = 0; i < u->layout.params[p].numel; i++) {
+        float want = written ? written_param(p, i) : expected_param(p, i), got;
+        dtype_round(d, &want, 1);
+        dtype_unpack(d, &view[i], &got, 1);
+        ASSERT(got == want, "%s: param %d element %zu is %g after the %s, expected %g", dtype_name(d), p, i, got,
+               written ? "write" : "initialisation", want);
+      }
+    }
+    fsdp_unit_reshard(u);
+  }
+  fsdp_model_free(&m);
+}
+
 int main(int argc, char **argv) {
   comm_init(&argc, &argv);
   check_rank = comm_rank(comm_world());
@@ -176,6 +221,8 @@ int main(int argc, char **argv) {
     check_strategy(strategies[s]);
     check_accumulation(strategies[s], 0);
     check_accumulation(strategies[s], 1);
+    check_writes_seen(strategies[s], DTYPE_BF16);
+    check_writes_seen(strategies[s], DTYPE_F16);
   }
   int total = check_failures;
   comm_all_reduce(comm_world(), &total, 1, COMM_I32, COMM_SUM);

@@ -175,13 +175,15 @@ void nn_grad_clip_scale(const struct nn_ctx *c, struct tensor scale, struct tens
 
 /* PyTorch's AdamW on fp32 buffers, of g = grad * grad_scale[0] (TENSOR_NONE: grad):
  * p -= lr * wd * p; m = b1 m + (1 - b1) g;
- * v = b2 v + (1 - b2) g^2; p -= (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps). */
+ * v = b2 v + (1 - b2) g^2; p -= (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+ * rounded (TENSOR_NONE, or param's length in bf16 or fp16) receives the new p rounded to
+ * its dtype, as nn_cast would round it. */
 struct nn_adamw {
   float lr, beta1, beta2, eps, weight_decay;
   float bias_correction1, bias_correction2_sqrt; /* 1 - b1^t, sqrt(1 - b2^t) */
 };
-void nn_adamw(const struct nn_ctx *c, struct tensor param, struct tensor grad, struct tensor grad_scale,
-              struct tensor m, struct tensor v, const struct nn_adamw *h);
+void nn_adamw(const struct nn_ctx *c, struct tensor param, struct tensor rounded, struct tensor grad,
+              struct tensor grad_scale, struct tensor m, struct tensor v, const struct nn_adamw *h);
 
 /* The OpenMP threads the CPU kernels run on (OMP_NUM_THREADS, or the cores this process may use). */
 int nn_num_threads(void);

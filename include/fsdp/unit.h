@@ -85,9 +85,17 @@ struct fsdp_unit {
   float *adam_v;
 
   /* Unsharded buffers, layout.padded elements in compute_dtype, alive only between the
-   * hooks. Under SHARD_NONE they are the shards themselves. */
+   * hooks. Where the shard is the whole flat parameter (SHARD_NONE, or a shard group of
+   * one rank) and not offloaded, param_full is param_shard itself, or in 16-bit
+   * param_rounded. */
   void *param_full;
   void *grad_full;
+  /* The whole shard rounded to compute_dtype, kept for the unit's lifetime, so that an
+   * unshard needs neither collective nor cast: AdamW writes it as it updates param_shard;
+   * any other write to param_shard marks it stale, and the next unshard rounds it anew.
+   * NULL where param_full is not taken from it. */
+  void *param_rounded;
+  int rounded_stale;
   /* Gradients a launched reduce-scatter may still read; freed once `reduced` is reached. */
   void *grad_reducing;
   int reducing; /* a reduction into grad_shard is launched and not yet waited for */
@@ -137,8 +145,8 @@ void fsdp_unit_keep_grads(struct fsdp_unit *u);
 /* Waits for the launched reduction and frees its buffers: grad_shard is final afterwards. */
 void fsdp_unit_release_grads(struct fsdp_unit *u);
 
-/* Whether param_full is a buffer of its own (gathered, or a rounded copy), not the
- * replicated shard itself. */
+/* Whether param_full is a buffer of its own, allocated by each unshard (gathered, or a
+ * device copy of an offloaded shard), not param_shard or param_rounded. */
 int fsdp_unit_owns_param_full(const struct fsdp_unit *u);
 /* Views into the unsharded buffers, in the parameter's shape and compute_dtype: valid
  * only while UNSHARDED (grad: during backward). */

@@ -194,6 +194,7 @@ static void load_unit(struct fsdp_model *m, struct reader *rd, struct fsdp_unit 
   for (int state = 0; state < CKPT_STATES; state++)
     device_copy_to_device(home, targets[state], host[state], shard * sizeof(float));
   stream_synchronize(home);
+  u->rounded_stale = 1;
   free(buffer);
 }
 

@@ -185,14 +185,15 @@ static void adamw_unit(struct fsdp_model *m, struct fsdp_unit *u, const struct n
   struct nn_ctx c = home_ctx(m);
   struct tensor param = shard_of(u, u->param_shard), grad = shard_of(u, u->grad_shard);
   struct tensor adam_m = shard_of(u, u->adam_m), adam_v = shard_of(u, u->adam_v);
+  struct tensor rounded = tensor_1d(u->param_rounded, u->compute_dtype, u->layout.shard);
   for (int p = 0; p < u->layout.n_params; p++) {
     struct sharded_param_info info = fsdp_unit_param_info(u, p);
     size_t o = info.shard_offset, n = info.end - info.begin;
     if (!n) continue;
     struct nn_adamw hp = *h;
     if (!u->layout.params[p].weight_decay) hp.weight_decay = 0.0f;
-    nn_adamw(&c, tensor_slice(&param, o, n), tensor_slice(&grad, o, n), m->grad_scale, tensor_slice(&adam_m, o, n),
-             tensor_slice(&adam_v, o, n), &hp);
+    nn_adamw(&c, tensor_slice(&param, o, n), u->param_rounded ? tensor_slice(&rounded, o, n) : TENSOR_NONE,
+             tensor_slice(&grad, o, n), m->grad_scale, tensor_slice(&adam_m, o, n), tensor_slice(&adam_v, o, n), &hp);
   }
 }
 

@@ -40,6 +40,7 @@ void fsdp_unit_write_param_shard(struct fsdp_unit *u, int param, const float *va
   struct stream *home = fsdp_streams_home(u->streams);
   device_copy_to_device(home, u->param_shard + offset, values, n * sizeof(float));
   stream_synchronize(home);
+  u->rounded_stale = 1;
 }
 
 void fsdp_unit_read_param_shard(const struct fsdp_unit *u, int param, float *values) {

@@ -14,6 +14,9 @@
 /* Under SHARD_NONE every rank holds the whole flat parameter: a layout over one rank. */
 static int layout_rank(const struct fsdp_unit *u) { return u->strategy == SHARD_NONE ? 0 : u->rank; }
 
+/* The shard is the whole flat parameter: replicated, or sharded over a group of one rank. */
+static int shard_is_whole(const struct fsdp_unit *u) { return u->layout.shard == u->layout.padded; }
+
 /* Where the sharded state lives and is worked on. */
 static struct nn_ctx home_ctx(const struct fsdp_unit *u) {
   struct stream *home = fsdp_streams_home(u->streams);
@@ -58,6 +61,11 @@ void fsdp_unit_init(struct fsdp_unit *u, const char *name, const struct param_sp
   u->grad_shard = sharded_buffer(u, MEM_SHARDED_GRADS);
   u->adam_m = sharded_buffer(u, MEM_OPTIMIZER);
   u->adam_v = sharded_buffer(u, MEM_OPTIMIZER);
+  if (!fsdp_unit_owns_param_full(u) && u->compute_dtype != DTYPE_F32) {
+    struct nn_ctx home = home_ctx(u);
+    u->param_rounded = device_alloc(device_of(u), full_bytes(u), MEM_UNSHARDED_PARAMS, home.stream);
+    u->rounded_stale = 1;
+  }
   u->compute_done = event_create(streams->device);
   u->gathered = event_create(streams->device);
   u->reduced = event_create(streams->device);
@@ -71,6 +79,7 @@ void fsdp_unit_free(struct fsdp_unit *u) {
   free_sharded(u, u->grad_shard);
   free_sharded(u, u->adam_m);
   free_sharded(u, u->adam_v);
+  if (u->param_rounded) device_free(device_of(u), u->param_rounded, u->streams->compute);
   event_destroy(u->compute_done);
   event_destroy(u->gathered);
   event_destroy(u->reduced);
@@ -95,6 +104,7 @@ void fsdp_unit_init_params(struct fsdp_unit *u, uint64_t seed) {
       case PARAM_INIT_CONSTANT: nn_fill(&c, owned, e->init_value); break;
     }
   }
+  u->rounded_stale = 1;
 }
 
 /* The fp32 shard on the device, for the all-gather stream: param_shard itself, or under
@@ -108,21 +118,27 @@ static float *shard_on_device(struct fsdp_unit *u) {
   return u->gather_input;
 }
 
-/* Replicated, or sharded over a group of one rank, the shard is the whole flat
- * parameter: it is cast to the 16-bit dtype the kernels compute in, or copied (fp32
- * offloaded: the unit owns a device copy; or the shard's own buffer), with no collective,
- * which would only copy it again. */
-static void copy_replicated(struct fsdp_unit *u) {
+/* An offloaded whole shard is brought to the device, cast to the 16-bit dtype the kernels
+ * compute in or copied, with no collective, which would only copy it again. */
+static void copy_whole_shard(struct fsdp_unit *u) {
   struct stream *s = u->streams->all_gather;
   struct nn_ctx c = ctx_on(u, s);
-  if (u->compute_dtype != DTYPE_F32) {
+  if (u->compute_dtype != DTYPE_F32)
     nn_cast(&c, tensor_1d(u->param_full, u->compute_dtype, u->layout.padded), shard_tensor(u, shard_on_device(u)));
-    return;
-  }
-  if (offloaded(u))
-    device_copy_to_device(s, u->param_full, u->param_shard, shard_bytes(u));
   else
-    device_copy(s, u->param_full, u->param_shard, shard_bytes(u));
+    device_copy_to_device(s, u->param_full, u->param_shard, shard_bytes(u));
+}
+
+/* A whole shard's parameters as the kernels read them: the shard itself (fp32), or
+ * param_rounded, rounded anew if param_shard was written since AdamW last wrote it. */
+static void *whole_params(struct fsdp_unit *u) {
+  if (!u->param_rounded) return u->param_shard;
+  if (u->rounded_stale) {
+    struct nn_ctx home = home_ctx(u);
+    nn_cast(&home, tensor_1d(u->param_rounded, u->compute_dtype, u->layout.padded), shard_tensor(u, u->param_shard));
+    u->rounded_stale = 0;
+  }
+  return u->param_rounded;
 }
 
 /* The 16-bit gather: the shard is narrowed into gather_input and gathered (half the
@@ -143,7 +159,7 @@ static void gather_low_precision(struct fsdp_unit *u, const char *label) {
 void fsdp_unit_unshard(struct fsdp_unit *u) {
   if (u->state != UNIT_SHARDED) return;
   if (!fsdp_unit_owns_param_full(u)) {
-    u->param_full = u->param_shard;
+    u->param_full = whole_params(u);
     u->state = UNIT_UNSHARDED;
     return;
   }
@@ -153,8 +169,8 @@ void fsdp_unit_unshard(struct fsdp_unit *u) {
   /* The all-gather writes straight into the buffer the parameter views point into. */
   u->param_full = device_alloc(device_of(u), full_bytes(u), MEM_UNSHARDED_PARAMS, s->all_gather);
   after_compute(u, s->all_gather);
-  if (u->strategy == SHARD_NONE || comm_size(s->all_gather_group) == 1)
-    copy_replicated(u);
+  if (shard_is_whole(u))
+    copy_whole_shard(u);
   else if (u->mp.param_dtype != DTYPE_F32)
     gather_low_precision(u, label.text);
   else
@@ -191,9 +207,7 @@ void fsdp_unit_reshard(struct fsdp_unit *u) {
   u->state = UNIT_SHARDED;
 }
 
-int fsdp_unit_owns_param_full(const struct fsdp_unit *u) {
-  return u->strategy != SHARD_NONE || u->mp.param_dtype != DTYPE_F32 || offloaded(u);
-}
+int fsdp_unit_owns_param_full(const struct fsdp_unit *u) { return !shard_is_whole(u) || offloaded(u); }
 
 static struct tensor view(const struct fsdp_unit *u, void *full, int param) {
   const struct flat_param_entry *e = &u->layout.params[param];

@@ -244,6 +244,7 @@ static void adamw_shapes(const void *p, struct shape_check *check) {
   const struct adamw_args *a = p;
   size_t n = numel(a->param);
   RULE(numel(a->grad) == n && none_or(a->grad_scale, 1) && numel(a->m) == n && numel(a->v) == n);
+  RULE(none_or(a->rounded, n) && (!has(a->rounded) || a->rounded.dtype != DTYPE_F32));
 }
 
 static void no_shapes(const void *p, struct shape_check *check) {
@@ -327,7 +328,7 @@ CONTRACT(init_normal, no_shapes, IN(init_normal_args, x, F32));
 CONTRACT(init_trunc_normal, trunc_normal_shapes, IN(init_trunc_normal_args, x, F32));
 CONTRACT(grad_clip_scale, grad_clip_scale_shapes, IN(grad_clip_scale_args, scale, F32),
          IN(grad_clip_scale_args, squares, SUM));
-CONTRACT(adamw, adamw_shapes, IN(adamw_args, param, F32), IN(adamw_args, grad, F32),
+CONTRACT(adamw, adamw_shapes, IN(adamw_args, param, F32), OPT(adamw_args, rounded, FLOAT), IN(adamw_args, grad, F32),
          OPT(adamw_args, grad_scale, F32), IN(adamw_args, m, F32), IN(adamw_args, v, F32));
 
 /* ---- the check ---- */

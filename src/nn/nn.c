@@ -222,7 +222,7 @@ void nn_grad_clip_scale(const struct nn_ctx *c, struct tensor scale, struct tens
   LAUNCH(c, grad_clip_scale, scale, squares, unscale, max_norm);
 }
 
-void nn_adamw(const struct nn_ctx *c, struct tensor param, struct tensor grad, struct tensor grad_scale,
-              struct tensor m, struct tensor v, const struct nn_adamw *h) {
-  LAUNCH(c, adamw, param, grad, grad_scale, m, v, *h);
+void nn_adamw(const struct nn_ctx *c, struct tensor param, struct tensor rounded, struct tensor grad,
+              struct tensor grad_scale, struct tensor m, struct tensor v, const struct nn_adamw *h) {
+  LAUNCH(c, adamw, param, rounded, grad, grad_scale, m, v, *h);
 }

@@ -57,7 +57,7 @@ struct sum_args { struct tensor sum, x; void *scratch; };
 struct fill_args { struct tensor x; float value; };
 struct init_normal_args { struct tensor x; uint64_t seed, stream, first; float std; };
 struct init_trunc_normal_args { struct tensor x; uint64_t seed, stream, first; float std, bound; };
-struct adamw_args { struct tensor param, grad, grad_scale, m, v; struct nn_adamw h; };
+struct adamw_args { struct tensor param, rounded, grad, grad_scale, m, v; struct nn_adamw h; };
 
 typedef void (*nn_kernel)(void *args);
 

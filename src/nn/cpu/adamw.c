@@ -1,5 +1,6 @@
-/* AdamW on the fp32 shards, one of the runtime's kernels (runtime.c: single-threaded, as
- * they run on the comm streams' threads too):
+/* AdamW on the fp32 shards, the one runtime kernel that runs on OpenMP's threads: it is
+ * launched only on the home stream, the calling thread (runtime.c's others run on the comm
+ * streams' threads too, where a team of their own would fight the compute thread's):
  *   g = grad * grad_scale,  m = b1 m + (1 - b1) g,  v = b2 v + (1 - b2) g^2,
  *   param = param (1 - lr wd) - lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
  * The AVX-512 loop performs each element's operations in the scalar loop's order, with no
@@ -9,6 +10,7 @@
 #include <math.h>
 
 #include "cpu.h"
+#include "fsdp/dtype.h"
 #include "fsdp/simd.h"
 
 /* Elements [first, n) of the update. */
@@ -48,13 +50,25 @@ __attribute__((target("avx512f"))) static void adamw_avx512(float *param, const 
   adamw_scalar(param, grad, grad_scale, m, v, i, n, h);
 }
 
+/* Elements a chunk at a time, the chunks spread over the threads (one core alone does not
+ * reach the memory's bandwidth); a chunk's rounded copy is made while it is in cache. */
+enum { ADAMW_CHUNK = 1 << 14 };
+
 void cpu_adamw(void *p) {
   const struct adamw_args *a = p;
-  size_t n = tensor_numel(&a->param);
+  size_t n = tensor_numel(&a->param), chunks = (n + ADAMW_CHUNK - 1) / ADAMW_CHUNK;
   /* A product by 1 is exact: without a scale, g is grad. */
   float grad_scale = a->grad_scale.data ? *f32(a->grad_scale) : 1.0f;
-  if (simd_isa() >= SIMD_AVX512)
-    adamw_avx512(f32(a->param), f32(a->grad), grad_scale, f32(a->m), f32(a->v), n, &a->h);
-  else
-    adamw_scalar(f32(a->param), f32(a->grad), grad_scale, f32(a->m), f32(a->v), 0, n, &a->h);
+  float *param = f32(a->param), *m = f32(a->m), *v = f32(a->v);
+  const float *grad = f32(a->grad);
+  int avx512 = simd_isa() >= SIMD_AVX512;
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (size_t c = 0; c < chunks; c++) {
+    size_t first = c * ADAMW_CHUNK, count = n - first < ADAMW_CHUNK ? n - first : ADAMW_CHUNK;
+    if (avx512)
+      adamw_avx512(param + first, grad + first, grad_scale, m + first, v + first, count, &a->h);
+    else
+      adamw_scalar(param + first, grad + first, grad_scale, m + first, v + first, 0, count, &a->h);
+    if (a->rounded.data) dtype_pack(a->rounded.dtype, param + first, (uint16_t *)a->rounded.data + first, count);
+  }
 }

@@ -1,6 +1,7 @@
-/* The runtime's kernels on the CPU (AdamW: adamw.c). They run on the comm streams'
- * threads as well as on the compute thread, so they are single-threaded loops: an OpenMP
- * team of their own would fight the compute thread's for the cores. */
+/* The runtime's kernels on the CPU (AdamW, which runs on the home stream alone: adamw.c).
+ * They run on the comm streams' threads as well as on the compute thread, so they are
+ * single-threaded loops: an OpenMP team of their own would fight the compute thread's for
+ * the cores. */
 #include <math.h>
 #include <string.h>
 

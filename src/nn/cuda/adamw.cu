@@ -2,11 +2,12 @@
  * cpu_grad_clip_scale's formulas in their order of operations. Every step is an _rn
  * intrinsic (IEEE rounding, never contracted into a fused multiply-add; the CPU's C is
  * compiled without contraction too), so that the results match the CPU's to the bit. */
+#include "dtype.cuh"
 #include "grid.cuh"
 #include "kernels.h"
 
-static __global__ void adamw_kernel(float *param, const float *grad, const float *grad_scale, float *m, float *v,
-                                    size_t n, struct gpu_adamw h) {
+static __global__ void adamw_kernel(float *param, uint16_t *rounded, enum dtype rd, const float *grad,
+                                    const float *grad_scale, float *m, float *v, size_t n, struct gpu_adamw h) {
   float scale = grad_scale ? *grad_scale : 1.0f;
   GRID_STRIDE(i, 0, n) {
     float g = __fmul_rn(grad[i], scale);
@@ -16,14 +17,16 @@ static __global__ void adamw_kernel(float *param, const float *grad, const float
     float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), h.bias_correction2_sqrt), h.eps);
     m[i] = mi;
     v[i] = vi;
-    param[i] = __fsub_rn(p, __fdiv_rn(__fmul_rn(h.step_size, mi), denom));
+    p = __fsub_rn(p, __fdiv_rn(__fmul_rn(h.step_size, mi), denom));
+    param[i] = p;
+    if (rounded) rounded[i] = narrow(rd, p);
   }
 }
 
-cudaError_t gpu_adamw(float *param, const float *grad, const float *grad_scale, float *m, float *v, size_t n,
-                      struct gpu_adamw h, cudaStream_t s) {
+cudaError_t gpu_adamw(float *param, void *rounded, enum dtype rd, const float *grad, const float *grad_scale,
+                      float *m, float *v, size_t n, struct gpu_adamw h, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
-  adamw_kernel<<<blocks_for(n), BLOCK_THREADS, 0, s>>>(param, grad, grad_scale, m, v, n, h);
+  adamw_kernel<<<blocks_for(n), BLOCK_THREADS, 0, s>>>(param, (uint16_t *)rounded, rd, grad, grad_scale, m, v, n, h);
   return cudaGetLastError();
 }
 

@@ -34,9 +34,10 @@ cudaError_t gpu_init_normal(float *x, size_t n, uint64_t seed, uint64_t stream, 
 struct gpu_adamw {
   float decay, step_size, beta1, beta2, eps, bias_correction2_sqrt;
 };
-/* grad_scale: one float in device memory that multiplies each gradient, or NULL. */
-cudaError_t gpu_adamw(float *param, const float *grad, const float *grad_scale, float *m, float *v, size_t n,
-                      struct gpu_adamw h, cudaStream_t s);
+/* grad_scale: one float in device memory that multiplies each gradient, or NULL;
+ * rounded: NULL, or where the new param goes rounded to rd (bf16 or fp16). */
+cudaError_t gpu_adamw(float *param, void *rounded, enum dtype rd, const float *grad, const float *grad_scale,
+                      float *m, float *v, size_t n, struct gpu_adamw h, cudaStream_t s);
 /* scale[0] from squares[0]: nn_grad_clip_scale, one thread. */
 cudaError_t gpu_grad_clip_scale(float *scale, const double *squares, float unscale, float max_norm, cudaStream_t s);
 

@@ -74,8 +74,9 @@ void cuda_adamw(void *p) {
       .eps = h->eps,
       .bias_correction2_sqrt = h->bias_correction2_sqrt,
   };
-  layer_check("adamw", gpu_adamw(a->param.data, a->grad.data, a->grad_scale.data, a->m.data, a->v.data,
-                                 tensor_numel(&a->param), g, layer_stream()));
+  layer_check("adamw", gpu_adamw(a->param.data, a->rounded.data, a->rounded.dtype, a->grad.data,
+                                 a->grad_scale.data, a->m.data, a->v.data, tensor_numel(&a->param), g,
+                                 layer_stream()));
 }
 
 void cuda_grad_clip_scale(void *p) {
