@@ -126,8 +126,8 @@ void nn_swiglu_backward(const struct nn_ctx *c, struct tensor dgate, struct tens
  * v (B, T, NKV, hd), NH a multiple of NKV: query head h attends with kv head
  * h / (NH / NKV) (NKV == NH is multi-head attention), k and v never repeated.
  * out (B, T, NH * hd) = softmax(q k^T / sqrt(hd), causal) @ v with the heads side by side;
- * lse (B, NH, T, fp32) as for nn_attention_forward. The backward writes (mode, for all
- * three) into dk and dv the sum over the query heads that share them. */
+ * lse (B, NH, T, fp32) as for nn_attention_forward. The backward's mode is dq's, dk's and
+ * dv's; dk and dv get the sum over the query heads that share them. */
 void nn_gqa_attention_forward(const struct nn_ctx *c, struct tensor out, struct tensor lse, struct tensor q,
                               struct tensor k, struct tensor v);
 void nn_gqa_attention_backward(const struct nn_ctx *c, struct tensor dq, struct tensor dk, struct tensor dv,
