@@ -541,8 +541,10 @@ static void test_adamw_paths(size_t n, enum dtype rd) {
     uint16_t *cast = fsdp_xmalloc(n * sizeof(uint16_t));
     dtype_pack(rd, out[0][0], cast, n);
     checks++;
-    int same = memcmp(rounded[0], cast, n * sizeof(uint16_t)) == 0 && memcmp(rounded[1], cast, n * sizeof(uint16_t)) == 0;
-    printf("%-5s %-44s %s\n", dtype_name(rd), "adamw rounded copy", same ? "the param cast, on both paths" : "DIFFERS from the param cast");
+    size_t bytes = n * sizeof(uint16_t);
+    int same = memcmp(rounded[0], cast, bytes) == 0 && memcmp(rounded[1], cast, bytes) == 0;
+    printf("%-5s %-44s %s\n", dtype_name(rd), "adamw rounded copy",
+           same ? "the param cast, on both paths" : "DIFFERS from the param cast");
     if (!same) failures++;
     free(cast), free(rounded[0]), free(rounded[1]);
   }

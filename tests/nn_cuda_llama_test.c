@@ -360,8 +360,8 @@ static void test_gqa(const struct gqa_case *g, enum dtype d) {
   for (int i = 0; i < 3; i++) again[i] = upload(copy_of(first[i].cpu, first[i].n), first[i].n, d);
   for (int run = 0; run < 2; run++) {
     struct operand *x = run ? again : first;
-    nn_gqa_attention_backward(&gpu_ctx, gpu4(&x[0], qs), gpu4(&x[1], kvs), gpu4(&x[2], kvs), NN_GRAD_ADD, gpu2(&dout, C),
-                              gpu4(&q, qs), gpu4(&k, kvs), gpu4(&v, kvs), gpu2(&o, C),
+    nn_gqa_attention_backward(&gpu_ctx, gpu4(&x[0], qs), gpu4(&x[1], kvs), gpu4(&x[2], kvs), NN_GRAD_ADD,
+                              gpu2(&dout, C), gpu4(&q, qs), gpu4(&k, kvs), gpu4(&v, kvs), gpu2(&o, C),
                               t3(l.gpu, DTYPE_F32, g->B, g->NH, g->T));
   }
   static const char *const GRADS[] = {"dq", "dk", "dv"};

@@ -332,7 +332,8 @@ static void test_adamw(size_t n, enum dtype rd) {
   for (int k = 0; k < 4; k++) dev[k] = to_gpu(host[k], 4 * n);
   uint16_t *rounded = rd == DTYPE_F32 ? NULL : fsdp_xcalloc(n, sizeof *rounded);
   void *dev_rounded = rounded ? to_gpu(rounded, n * sizeof *rounded) : NULL;
-  struct tensor cpu_r = rounded ? t1(rounded, rd, n) : TENSOR_NONE, gpu_r = rounded ? t1(dev_rounded, rd, n) : TENSOR_NONE;
+  struct tensor cpu_r = rounded ? t1(rounded, rd, n) : TENSOR_NONE;
+  struct tensor gpu_r = rounded ? t1(dev_rounded, rd, n) : TENSOR_NONE;
   for (int t = 1; t <= 2; t++) {
     struct nn_adamw h = {.lr = 6e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
                          .bias_correction1 = 1.0f - powf(0.9f, (float)t),

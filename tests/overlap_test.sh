@@ -5,8 +5,9 @@
 #   reduce-scatter during a later unit's backward, and the "unsharded units" counter
 #   never passes --max-unsharded;
 # - the log carries comm_ms and exposed_comm_ms;
-# - at W=1 no collective runs (a shard group of one rank gathers by a cast and reduces by
-#   widening into the shard: src/fsdp/unit.c, unit_grads.c), in bf16 as in fp32.
+# - at W=1 no collective runs (a shard group of one rank reads its kept parameters, the
+#   shard itself or its rounded copy, and reduces by widening into the shard:
+#   src/fsdp/unit.c, unit_grads.c), in bf16 as in fp32.
 # Usage: overlap_test.sh path/to/fsdp PYTHON SOURCE_DIR MPIRUN...
 . "$(dirname "$0")/train_test_setup.sh"
 

@@ -196,6 +196,9 @@ static void check_writes_seen(enum sharding_strategy strategy, enum dtype d) {
     }
     fsdp_unit_unshard(u);
     fsdp_unit_wait_unsharded(u);
+    int whole = strategy == SHARD_NONE || comm_size(comm_world()) == 1;
+    ASSERT(!whole || (u->param_rounded && u->param_full == u->param_rounded),
+           "a whole shard's unshard does not read its kept rounded copy");
     for (int p = 0; p < N_PARAMS; p++) {
       const uint16_t *view = fsdp_unit_param(u, p).data;
       for (size_t i = 0; i < u->layout.params[p].numel; i++) {

@@ -245,26 +245,26 @@ static void block_backward(struct decoder *d, int l, void *input) {
   struct widths w = widths_of(d);
   struct tensor d_residual = act2(model, d->d_residual, w.C), d_norm = act2(model, model->d_norm, w.C);
 
-  nn_matmul_backward(&c, act2(model, model->d_swiglu, w.F), NN_GRAD_SET, decoder_grad(d, u, LLAMA_W2), TENSOR_NONE, d_residual,
-                     act2(model, a->swiglu, w.F), decoder_param(d, u, LLAMA_W2));
+  nn_matmul_backward(&c, act2(model, model->d_swiglu, w.F), NN_GRAD_SET, decoder_grad(d, u, LLAMA_W2), TENSOR_NONE,
+                     d_residual, act2(model, a->swiglu, w.F), decoder_param(d, u, LLAMA_W2));
   nn_swiglu_backward(&c, act2(model, model->d_gate, w.F), act2(model, model->d_up, w.F), NN_GRAD_SET,
                      act2(model, model->d_swiglu, w.F), act2(model, a->gate, w.F), act2(model, a->up, w.F));
-  nn_matmul_backward(&c, d_norm, NN_GRAD_SET, decoder_grad(d, u, LLAMA_W1), TENSOR_NONE, act2(model, model->d_gate, w.F),
-                     act2(model, a->ffn_norm, w.C), decoder_param(d, u, LLAMA_W1));
-  nn_matmul_backward(&c, d_norm, NN_GRAD_ADD, decoder_grad(d, u, LLAMA_W3), TENSOR_NONE, act2(model, model->d_up, w.F),
-                     act2(model, a->ffn_norm, w.C), decoder_param(d, u, LLAMA_W3));
+  nn_matmul_backward(&c, d_norm, NN_GRAD_SET, decoder_grad(d, u, LLAMA_W1), TENSOR_NONE,
+                     act2(model, model->d_gate, w.F), act2(model, a->ffn_norm, w.C), decoder_param(d, u, LLAMA_W1));
+  nn_matmul_backward(&c, d_norm, NN_GRAD_ADD, decoder_grad(d, u, LLAMA_W3), TENSOR_NONE,
+                     act2(model, model->d_up, w.F), act2(model, a->ffn_norm, w.C), decoder_param(d, u, LLAMA_W3));
   nn_rmsnorm_backward(&c, d_residual, decoder_grad(d, u, LLAMA_FFN_NORM), d_norm, act2(model, a->h, w.C),
                       decoder_param(d, u, LLAMA_FFN_NORM), stats(model, a->ffn_rstd));
 
-  nn_matmul_backward(&c, act2(model, model->d_atty, w.q), NN_GRAD_SET, decoder_grad(d, u, LLAMA_WO), TENSOR_NONE, d_residual,
-                     act2(model, a->atty, w.q), decoder_param(d, u, LLAMA_WO));
+  nn_matmul_backward(&c, act2(model, model->d_atty, w.q), NN_GRAD_SET, decoder_grad(d, u, LLAMA_WO), TENSOR_NONE,
+                     d_residual, act2(model, a->atty, w.q), decoder_param(d, u, LLAMA_WO));
   nn_gqa_attention_backward(&c, q_heads(model, model->d_q), kv_heads(model, model->d_k), kv_heads(model, model->d_v),
                             NN_GRAD_SET, act2(model, model->d_atty, w.q), q_heads(model, a->q), kv_heads(model, a->k),
                             kv_heads(model, a->v), act2(model, a->atty, w.q), decoder_lse(d, a->lse));
   rotated_projection_backward(model, u, LLAMA_WQ, model->d_q, w.q, a->attn_norm, NN_GRAD_SET);
   rotated_projection_backward(model, u, LLAMA_WK, model->d_k, w.kv, a->attn_norm, NN_GRAD_ADD);
-  nn_matmul_backward(&c, d_norm, NN_GRAD_ADD, decoder_grad(d, u, LLAMA_WV), TENSOR_NONE, act2(model, model->d_v, w.kv),
-                     act2(model, a->attn_norm, w.C), decoder_param(d, u, LLAMA_WV));
+  nn_matmul_backward(&c, d_norm, NN_GRAD_ADD, decoder_grad(d, u, LLAMA_WV), TENSOR_NONE,
+                     act2(model, model->d_v, w.kv), act2(model, a->attn_norm, w.C), decoder_param(d, u, LLAMA_WV));
   nn_rmsnorm_backward(&c, d_residual, decoder_grad(d, u, LLAMA_ATTN_NORM), d_norm, act2(model, input, w.C),
                       decoder_param(d, u, LLAMA_ATTN_NORM), stats(model, a->attn_rstd));
 }
