@@ -260,7 +260,7 @@ static void check_simd_paths(void) {
   }
   if (memcmp(wide[0], wide[1], CHUNK * sizeof(float)) != 0)
     fsdp_fatal("dtype_test: fp16: dtype_unpack's AVX-512 and scalar paths differ");
-  simd_limit(SIMD_AVX512);
+  simd_limit(SIMD_AVX512_BF16);
   for (int p = 0; p < 2; p++) free(wide[p]), free(narrow_by[p]);
   free(x);
 }

@@ -498,7 +498,7 @@ static void test_norm_paths(enum dtype d, int N, int C) {
     nn_rmsnorm_forward(&cpu, tensor_2d(r[RMS_OUT], d, N, C), rms_rstd, x, w, 1e-5f);
     nn_rmsnorm_backward(&cpu, tensor_2d(r[RMS_DINP], d, N, C), tensor_1d(r[RMS_DWEIGHT], d, C), dy, x, w, rms_rstd);
   }
-  simd_limit(SIMD_AVX512);
+  simd_limit(SIMD_AVX512_BF16);
   for (int b = 0; b < NORM_BUFFERS; b++) {
     char what[64];
     snprintf(what, sizeof what, "(%d, %d) %s", N, C, NORM_BUFFER_NAMES[b]);
@@ -533,7 +533,7 @@ static void test_adamw_paths(size_t n, enum dtype rd) {
                tensor_1d(v, DTYPE_F32, n), &h);
     out[path][0] = p, out[path][1] = m, out[path][2] = v;
   }
-  simd_limit(SIMD_AVX512);
+  simd_limit(SIMD_AVX512_BF16);
   expect_same_bits("adamw param (3 steps)", DTYPE_F32, out[0][0], out[1][0], n * sizeof(float));
   expect_same_bits("adamw m (3 steps)", DTYPE_F32, out[0][1], out[1][1], n * sizeof(float));
   expect_same_bits("adamw v (3 steps)", DTYPE_F32, out[0][2], out[1][2], n * sizeof(float));

@@ -10,14 +10,16 @@
  *     dv += round(p)^T dout,  dp = dout v^T,  ds = round(p * (dp - D)),
  *     dq += ds k / sqrt(hs),  dk += ds^T q / sqrt(hs).
  * round() is the dtype's rounding (none in fp32), where FlashAttention rounds its 16-bit
- * operands before a tensor-core product; everything else is fp32. A tile's products read
- * q, k, v and dout where they lie (rows of a head, qs or kvs elements apart): 16-bit ones
- * on oneDNN's matmul primitive (a product of two 16-bit values is exact in fp32, and the
- * sums are fp32), fp32 ones on its sgemm. The scale multiplies each score as it leaves
- * its product, and dq and dk once, as they are stored. The backward runs in two passes so
- * that each gradient has one writer: per 64-key tile (dk and dv, summed over the query
- * heads sharing it), then per query tile (dq, over its key blocks): no atomics, the same
- * bits for any thread count.
+ * operands before a tensor-core product; everything else is fp32, the exponentials
+ * exp_row's. A tile's products read q, k, v and dout where they lie (rows of a head, qs or
+ * kvs elements apart): bf16 ones on the CPU's BF16 dot products where it has them
+ * (tile_product.h), other 16-bit ones on oneDNN's matmul primitive (a product of two
+ * 16-bit values is exact in fp32, and the sums are fp32), fp32 ones on its sgemm. The
+ * scale multiplies each score as it is exponentiated (the forward's maximum is taken of
+ * the scaled scores), and dq and dk once, as they are stored. The backward runs in two
+ * passes so that each gradient has one writer: per 64-key tile (dk and dv, summed over the
+ * query heads sharing it), then per query tile (dq, over its key blocks): no atomics, the
+ * same bits for any thread count.
  * Where there are enough (batch, kv head) pairs to keep the threads busy, one task a pair
  * does both passes' work in one (kv_head_backward), each tile's probabilities and score
  * gradients computed once instead of twice, with every sum in the same order: the same
@@ -27,13 +29,10 @@
 #include <stddef.h>
 
 #include "attention.h"
+#include "exp_row.h"
 #include "onednn.h"
+#include "tile_product.h"
 #include "typed.h"
-
-/* As in gelu.c: declaring expf an OpenMP simd function lets the softmax call
- * glibc's vector expf without -ffast-math. */
-#pragma omp declare simd notinbranch
-float expf(float x);
 
 /* A tile's rows of one head: rows n from row r0 on. */
 struct tile {
@@ -57,20 +56,11 @@ static struct tile keys_of(int j, struct tile qt) {
 static int key_blocks_of(struct tile qt) { return (qt.r0 + qt.n + ATTENTION_KEYS - 1) / ATTENTION_KEYS; }
 
 /* The keys of kt that row r of qt sees (at least one: the keys visited start no later
- * than the query tile). The softmax's loops stop there and the rest of a row's weights are
- * 0 (exp(-inf), without glibc's vector expf falling back to its scalar code for them). */
+ * than the query tile). The rest of a row's weights are 0 (exp(-inf)). */
 static int visible(struct tile qt, struct tile kt, int r) {
   int n = qt.r0 + r - kt.r0 + 1;
   return n < kt.n ? n : kt.n;
 }
-
-/* A product's operand: the matrix whose rows start at data, ld elements apart, or, where
- * transposed, the transpose of that matrix. */
-struct operand {
-  const void *data;
-  int64_t ld;
-  int transposed;
-};
 
 /* Rows of t from element first on, ld elements apart. */
 static struct operand rows_of(struct tensor t, size_t first, int64_t ld, int transposed) {
@@ -78,10 +68,15 @@ static struct operand rows_of(struct tensor t, size_t first, int64_t ld, int tra
 }
 
 /* c (m x n, fp32, rows ldc apart) = a b, or c += a b where accumulate, for a (m x k) and
- * b (k x n) in dtype d: 16-bit on the calling thread's own primitives (the tiles' parallel
- * region runs one a thread), fp32 on sgemm. */
+ * b (k x n) in dtype d: bf16 on the CPU's BF16 dot products where it has them
+ * (tile_product.h), other 16-bit ones on the calling thread's own oneDNN primitives (the
+ * tiles' parallel region runs one a thread), fp32 on sgemm. */
 static void product(enum dtype d, int m, int n, int k, struct operand a, struct operand b, int accumulate, float *c,
                     int ldc) {
+  if (d == DTYPE_BF16 && tile_product_bf16_runs()) {
+    tile_product_bf16(m, n, k, a, b, accumulate, c, ldc);
+    return;
+  }
   if (d == DTYPE_F32) {
     onednn_sgemm(a.transposed, b.transposed, m, n, k, 1.0f, a.data, a.ld, b.data, b.ld, accumulate ? 1.0f : 0.0f, c,
                  ldc);
@@ -132,20 +127,14 @@ static void forward_tile(struct tensor out, struct tensor lse, struct tensor q, 
     size_t at = kva + (size_t)kt.r0 * hl->kvs;
     product(d, qt.n, kt.n, hs, qrows, rows_of(k, at, hl->kvs, 1), 0, s, ATTENTION_KEYS);
     for (int r = 0; r < qt.n; r++) {
-      float *row = s + (size_t)r * ATTENTION_KEYS, mx = m[r], sum = 0.0f;
+      float *row = s + (size_t)r * ATTENTION_KEYS, mx = m[r];
       int seen = visible(qt, kt, r);
 #pragma omp simd reduction(max : mx)
       for (int c = 0; c < seen; c++) {
-        row[c] *= scale;
-        mx = row[c] > mx ? row[c] : mx;
+        float x = row[c] * scale;
+        mx = x > mx ? x : mx;
       }
-#pragma omp simd reduction(+ : sum)
-      for (int c = 0; c < seen; c++) {
-        row[c] = expf(row[c] - mx);
-        sum += row[c];
-      }
-      for (int c = seen; c < kt.n; c++) row[c] = 0.0f;
-      float rescale = expf(m[r] - mx);
+      float sum = exp_row(row, kt.n, seen, scale, mx), rescale = expf(m[r] - mx);
       l[r] = l[r] * rescale + sum;
       m[r] = mx;
       for (int e = 0; e < hs; e++) acc[(size_t)r * hs + e] *= rescale;
@@ -161,14 +150,17 @@ static void forward_tile(struct tensor out, struct tensor lse, struct tensor q, 
   rows_store(out, head_at(hl, os, b, h) + (size_t)qt.r0 * os, qt.n, hs, (size_t)os, acc);
 }
 
-/* A task a query tile, the most expensive (the last, which sees every key) first. */
+/* A task a query tile, a head's tiles one after another, so that its keys and values are
+ * still in the core's cache for the next (measured in training, where they come from the
+ * step's earlier products, docs/benchmarks.md); within a head the most expensive (the last,
+ * which sees every key) first. */
 static void attention_forward(struct tensor out, struct tensor lse, struct tensor q, struct tensor k,
                               struct tensor v, const struct head_layout *hl) {
   int nt = tiles_of(hl->T);
 #pragma omp parallel for collapse(3) schedule(dynamic)
-  for (int i = 0; i < nt; i++)
-    for (int b = 0; b < hl->B; b++)
-      for (int h = 0; h < hl->NH; h++) forward_tile(out, lse, q, k, v, hl, b, h, nt - 1 - i);
+  for (int b = 0; b < hl->B; b++)
+    for (int h = 0; h < hl->NH; h++)
+      for (int i = 0; i < nt; i++) forward_tile(out, lse, q, k, v, hl, b, h, nt - 1 - i);
 }
 
 /* ---- Backward ---- */
@@ -210,13 +202,7 @@ static struct query_rows query_rows_in(float *f, struct tensor q, struct tensor 
 static void probabilities(enum dtype d, float *s, const struct query_rows *x, struct operand k, struct tile qt,
                           struct tile kt, int hs, float scale) {
   product(d, qt.n, kt.n, hs, x->q, k, 0, s, ATTENTION_KEYS);
-  for (int r = 0; r < qt.n; r++) {
-    float *row = s + (size_t)r * ATTENTION_KEYS, lr = x->lse[r];
-    int seen = visible(qt, kt, r);
-#pragma omp simd
-    for (int c = 0; c < seen; c++) row[c] = expf(row[c] * scale - lr);
-    for (int c = seen; c < kt.n; c++) row[c] = 0.0f;
-  }
+  for (int r = 0; r < qt.n; r++) exp_row(s + (size_t)r * ATTENTION_KEYS, kt.n, visible(qt, kt, r), scale, x->lse[r]);
 }
 
 /* ds (qt.n, kt.n, in dp's place) = p * (dout v^T - D), unrounded. */

@@ -22,6 +22,9 @@ static inline int numel(struct tensor t) { return (int)tensor_numel(&t); }
 /* The calling thread's scratch, at least bytes long and 64-byte aligned: kept for the
  * thread's next request, which may move it (scratch.c). */
 void *cpu_scratch(size_t bytes);
+/* A second such buffer, for the operands a tile product packs (tile_product.h) while
+ * its caller holds cpu_scratch. */
+void *cpu_pack_scratch(size_t bytes);
 
 void cpu_encoder_forward(void *args);
 void cpu_encoder_backward(void *args);

@@ -5,38 +5,14 @@
 
 #include <immintrin.h>
 
-#define AVX512 __attribute__((target("avx512f")))
-
-/* r[0..15] in place: r[j] becomes the vector of element j of each of the sixteen. */
-AVX512 static inline void transpose(__m512 r[LANES]) {
-  __m512 t[LANES];
-  for (int i = 0; i < 8; i++) {
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; i++) {
-    r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-    r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xee);
-    r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-    r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xee);
-  }
-  for (int i = 0; i < 2; i++)
-    for (int j = 0; j < 4; j++) {
-      t[8 * i + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0x88);
-      t[8 * i + 4 + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0xdd);
-    }
-  for (int j = 0; j < 8; j++) {
-    r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
-    r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd);
-  }
-}
+#include "avx512.h"
 
 /* Columns c0 .. c0 + width - 1 (width at most 16) of the sixteen rows: col[j] holds
  * column c0 + j of every row, a lane per row. The loads stop at the rows' ends. */
 AVX512 static inline void load_columns(__m512 col[LANES], const float *x, size_t stride, int c0, int width) {
   __mmask16 valid = (__mmask16)(width == LANES ? 0xffffu : (1u << width) - 1u);
   for (int r = 0; r < LANES; r++) col[r] = _mm512_maskz_loadu_ps(valid, x + (size_t)r * stride + c0);
-  transpose(col);
+  transpose16(col);
 }
 
 static int width_at(int c0, int C) { return C - c0 < LANES ? C - c0 : LANES; }

@@ -1,0 +1,86 @@
+/* exp_row.h. exp(x) = 2^k exp(r): k = x log2(e) rounded to the nearest integer, r = x - k
+ * ln 2 (ln 2 in two parts, so that r is exact to fp32's precision), |r| <= ln(2) / 2,
+ * exp(r) = 1 + r + r^2 P(r) with Cephes' degree-5 P, and 2^k applied by scalef (ldexpf in
+ * the twin). Below -87 the result is 0, where exp would be a subnormal (under 2^-126):
+ * computing one costs a microcode assist on these cores, every layer deeper, as the
+ * attention sharpens, and the products that use the weights flush them to 0 anyway
+ * (vdpbf16ps reads subnormals as 0). Above 89 it is infinity; NaN stays NaN. Each step is
+ * one fp32 operation, fused multiply-adds where written: the twins' results are the same
+ * bits. */
+#include "exp_row.h"
+
+#include <math.h>
+
+#include "avx512.h"
+#include "fsdp/simd.h"
+
+static const float LOG2E = 1.44269504088896341f, LN2_HI = 0.693359375f, LN2_LO = -2.12194440e-4f;
+static const float LOWEST = -87.0f, HIGHEST = 89.0f;
+static const float P[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                           4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+enum { LANES = 16 };
+
+static float exp_scalar(float x) {
+  if (x < LOWEST) return 0.0f;
+  x = x > HIGHEST ? HIGHEST : x;
+  if (isnan(x)) return x;
+  float k = nearbyintf(x * LOG2E);
+  float r = fmaf(k, -LN2_HI, x);
+  r = fmaf(k, -LN2_LO, r);
+  float p = P[0];
+  for (int i = 1; i < 6; i++) p = fmaf(p, r, P[i]);
+  float y = fmaf(p, r * r, r) + 1.0f;
+  return ldexpf(y, (int)k);
+}
+
+/* The twin's sum of its sixteen partial sums, in exp_row_avx512's order. */
+static float sum_pairwise(float part[LANES]) {
+  for (int w = LANES / 2; w >= 1; w /= 2)
+    for (int i = 0; i < w; i++) part[i] += part[i + w];
+  return part[0];
+}
+
+static float exp_row_scalar(float *row, int n, int seen, float scale, float shift) {
+  float part[LANES] = {0};
+  for (int c = 0; c < n; c++) {
+    row[c] = c < seen ? exp_scalar(row[c] * scale - shift) : 0.0f;
+    part[c % LANES] += row[c];
+  }
+  return sum_pairwise(part);
+}
+
+/* max(lo, x) and min(hi, x) return x where x is NaN: MAXPS and MINPS return their second
+ * operand where either is NaN. */
+AVX512 static __m512 exp_avx512(__m512 x) {
+  __mmask16 underflows = _mm512_cmp_ps_mask(x, _mm512_set1_ps(LOWEST), _CMP_LT_OQ);
+  x = _mm512_max_ps(_mm512_set1_ps(LOWEST), x);
+  x = _mm512_min_ps(_mm512_set1_ps(HIGHEST), x);
+  __m512 k =
+      _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fmadd_ps(k, _mm512_set1_ps(-LN2_HI), x);
+  r = _mm512_fmadd_ps(k, _mm512_set1_ps(-LN2_LO), r);
+  __m512 p = _mm512_set1_ps(P[0]);
+  for (int i = 1; i < 6; i++) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(P[i]));
+  __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+  return _mm512_maskz_mov_ps(~underflows, _mm512_scalef_ps(y, k));
+}
+
+AVX512 static float exp_row_avx512(float *row, int n, int seen, float scale, float shift) {
+  __m512 sum = _mm512_setzero_ps(), by = _mm512_set1_ps(scale), less = _mm512_set1_ps(shift);
+  for (int c = 0; c < n; c += LANES) {
+    __mmask16 visible = first16(seen - c);
+    __m512 x = _mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(visible, row + c), by), less);
+    __m512 e = _mm512_maskz_mov_ps(visible, exp_avx512(x));
+    _mm512_mask_storeu_ps(row + c, first16(n - c), e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  __m256 half =
+      _mm256_add_ps(_mm512_castps512_ps256(sum), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(sum), 1)));
+  __m128 quarter = _mm_add_ps(_mm256_castps256_ps128(half), _mm256_extractf128_ps(half, 1));
+  quarter = _mm_add_ps(quarter, _mm_movehl_ps(quarter, quarter));
+  return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_movehdup_ps(quarter)));
+}
+
+float exp_row(float *row, int n, int seen, float scale, float shift) {
+  return (simd_isa() >= SIMD_AVX512 ? exp_row_avx512 : exp_row_scalar)(row, n, seen, scale, shift);
+}

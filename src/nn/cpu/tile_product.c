@@ -1,0 +1,141 @@
+/* The bf16 tile products (tile_product.h). vdpbf16ps works on 32-bit words of two bf16
+ * values: lane x of its sum adds a1 b1 and then a0 b0, for the words (a0, a1) and
+ * (b0, b1) in that lane of its operands. So a is read as words along k, (a[i][2j],
+ * a[i][2j+1]), one broadcast to every lane, and b is packed as words (b[2j][x],
+ * b[2j+1][x]) that lie along x, sixteen columns a vector (oneDNN's VNNI layout); an odd
+ * k's last word pairs its element with a zero. A block of R rows of c by V vectors of
+ * columns keeps R V = 16 sums in registers, enough independent dot products to hide
+ * their latency: four vectors of columns where n has them, more rows where it has fewer
+ * (a 16-wide head's products). Rows past m in a last block repeat row m - 1, unstored.
+ * Both operands are packed, one pass over each per product (a 64th of the product's
+ * work for a 64-row tile): a's rows copied side by side even where they could be read in
+ * place, since the copy meets the cache misses of rows just written by the step's
+ * earlier ops before the product does (measured in training, docs/benchmarks.md). */
+#include "tile_product.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "avx512.h"
+#include "cpu.h"
+#include "fsdp/simd.h"
+
+#define BF16 __attribute__((target("avx512f,avx512bw,avx512bf16")))
+#define BF16_INLINE BF16 __attribute__((always_inline)) static inline
+
+enum { VEC = 16, MAX_VECS = 4, SUMS = 16 };
+
+/* a as words: word (i, j) = (a[i][2j], a[i][2j+1]) is w[i * row + j * pair]. */
+struct words {
+  const uint32_t *w;
+  size_t row, pair;
+};
+
+static int words_of(int k) { return (k + 1) / 2; }
+
+static __mmask32 first32(int n) { return n <= 0 ? 0 : n >= 32 ? 0xffffffffu : (__mmask32)((1u << n) - 1u); }
+
+/* out[j * out_row + c] = (x[2j][c], x[2j+1][c]) for j < words_of(rows), c < out_cols,
+ * where x has rows of cols elements, ld apart, and is 0 past them. */
+BF16 static void interleave_rows(uint32_t *out, size_t out_row, const uint16_t *x, int64_t ld, int rows, int cols,
+                                 int out_cols) {
+  static const uint16_t low[32] = {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
+                                   8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  __m512i lo = _mm512_loadu_si512(low), hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+  for (int j = 0; j < words_of(rows); j++) {
+    const uint16_t *even = x + 2 * (int64_t)j * ld;
+    for (int c = 0; c < out_cols; c += 32) {
+      __mmask32 in = first32(cols - c);
+      __m512i e = _mm512_maskz_loadu_epi16(in, even + c), o = _mm512_setzero_si512();
+      if (2 * j + 1 < rows) o = _mm512_maskz_loadu_epi16(in, even + ld + c);
+      uint32_t *dst = out + (size_t)j * out_row + c;
+      _mm512_mask_storeu_epi32(dst, first16(out_cols - c), _mm512_permutex2var_epi16(e, lo, o));
+      _mm512_mask_storeu_epi32(dst + 16, first16(out_cols - c - 16), _mm512_permutex2var_epi16(e, hi, o));
+    }
+  }
+}
+
+/* out[j * out_row + x] = (y[x][2j], y[x][2j+1]) for j < words_of(k), x < out_cols, where
+ * y has n rows of k elements, ld apart, and is 0 past them: y's words transposed, sixteen
+ * rows by sixteen words at a time. */
+BF16 static void transpose_words(uint32_t *out, size_t out_row, const uint16_t *y, int64_t ld, int n, int k,
+                                 int out_cols) {
+  for (int x0 = 0; x0 < out_cols; x0 += VEC)
+    for (int j0 = 0; j0 < words_of(k); j0 += VEC) {
+      __mmask32 in = first32(k - 2 * j0);
+      __m512 r[VEC];
+      for (int t = 0; t < VEC; t++)
+        r[t] = x0 + t < n ? _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(in, y + (x0 + t) * ld + 2 * j0))
+                          : _mm512_setzero_ps();
+      transpose16(r);
+      for (int t = 0; t < VEC && j0 + t < words_of(k); t++)
+        _mm512_mask_storeu_ps(out + (size_t)(j0 + t) * out_row + x0, first16(out_cols - x0), r[t]);
+    }
+}
+
+/* Rows i0 .. i0 + R - 1 of c by V vectors of columns from x0. */
+BF16_INLINE void block(int R, int V, int m, int n, int kp, struct words a, const uint32_t *b, size_t b_row, int i0,
+                       int x0, int accumulate, float *c, int ldc) {
+  __m512 sum[SUMS];
+  const uint32_t *arow[SUMS];
+  for (int r = 0; r < R; r++) arow[r] = a.w + (size_t)(i0 + r < m ? i0 + r : m - 1) * a.row;
+  for (int s = 0; s < R * V; s++) sum[s] = _mm512_setzero_ps();
+  for (int j = 0; j < kp; j++) {
+    __m512bh bv[MAX_VECS];
+    for (int v = 0; v < V; v++) bv[v] = (__m512bh)_mm512_loadu_si512(b + (size_t)j * b_row + x0 + v * VEC);
+    for (int r = 0; r < R; r++) {
+      __m512bh av = (__m512bh)_mm512_set1_epi32((int)arow[r][(size_t)j * a.pair]);
+      for (int v = 0; v < V; v++) sum[r * V + v] = _mm512_dpbf16_ps(sum[r * V + v], av, bv[v]);
+    }
+  }
+  for (int r = 0; r < R && i0 + r < m; r++)
+    for (int v = 0; v < V && x0 + v * VEC < n; v++) {
+      __mmask16 keep = first16(n - x0 - v * VEC);
+      float *dst = c + (size_t)(i0 + r) * ldc + x0 + v * VEC;
+      __m512 out = sum[r * V + v];
+      if (accumulate) out = _mm512_add_ps(_mm512_maskz_loadu_ps(keep, dst), out);
+      _mm512_mask_storeu_ps(dst, keep, out);
+    }
+}
+
+BF16_INLINE void column_blocks(int R, int V, int m, int n, int kp, struct words a, const uint32_t *b, size_t b_row,
+                               int x0, int accumulate, float *c, int ldc) {
+  for (int i0 = 0; i0 < m; i0 += R) block(R, V, m, n, kp, a, b, b_row, i0, x0, accumulate, c, ldc);
+}
+
+BF16 static void product(int m, int n, int kp, struct words a, const uint32_t *b, size_t b_row, int accumulate,
+                         float *c, int ldc) {
+  for (int x0 = 0; x0 < n; x0 += MAX_VECS * VEC) {
+    int vecs = (n - x0 + VEC - 1) / VEC;
+    switch (vecs < MAX_VECS ? vecs : MAX_VECS) {
+    case 1: column_blocks(16, 1, m, n, kp, a, b, b_row, x0, accumulate, c, ldc); break;
+    case 2: column_blocks(8, 2, m, n, kp, a, b, b_row, x0, accumulate, c, ldc); break;
+    case 3: column_blocks(5, 3, m, n, kp, a, b, b_row, x0, accumulate, c, ldc); break;
+    default: column_blocks(4, 4, m, n, kp, a, b, b_row, x0, accumulate, c, ldc); break;
+    }
+  }
+}
+
+int tile_product_bf16_runs(void) { return simd_isa() >= SIMD_AVX512_BF16; }
+
+void tile_product_bf16(int m, int n, int k, struct operand a, struct operand b, int accumulate, float *c, int ldc) {
+  int kp = words_of(k), b_cols = (n + VEC - 1) / VEC * VEC;
+  size_t b_words = (size_t)kp * b_cols;
+  uint32_t *packed = cpu_pack_scratch((b_words + (size_t)m * kp) * sizeof(uint32_t)), *a_words = packed + b_words;
+  if (b.transposed)
+    transpose_words(packed, b_cols, b.data, b.ld, n, k, b_cols);
+  else
+    interleave_rows(packed, b_cols, b.data, b.ld, k, n, b_cols);
+  struct words aw = {a_words, 1, (size_t)m};
+  if (a.transposed)
+    interleave_rows(a_words, m, a.data, a.ld, k, m, m);
+  else {
+    uint16_t *rows = (uint16_t *)a_words;
+    for (int i = 0; i < m; i++) {
+      memcpy(rows + (size_t)i * 2 * kp, (const uint16_t *)a.data + (size_t)i * a.ld, (size_t)k * sizeof(uint16_t));
+      if (k % 2) rows[(size_t)i * 2 * kp + k] = 0;
+    }
+    aw = (struct words){a_words, (size_t)kp, 1};
+  }
+  product(m, n, kp, aw, packed, b_cols, accumulate, c, ldc);
+}
