@@ -1,12 +1,10 @@
 /* exp_row.h. exp(x) = 2^k exp(r): k = x log2(e) rounded to the nearest integer, r = x - k
  * ln 2 (ln 2 in two parts, so that r is exact to fp32's precision), |r| <= ln(2) / 2,
  * exp(r) = 1 + r + r^2 P(r) with Cephes' degree-5 P, and 2^k applied by scalef (ldexpf in
- * the twin). Below -87 the result is 0, where exp would be a subnormal (under 2^-126):
- * computing one costs a microcode assist on these cores, every layer deeper, as the
- * attention sharpens, and the products that use the weights flush them to 0 anyway
- * (vdpbf16ps reads subnormals as 0). Above 89 it is infinity; NaN stays NaN. Each step is
- * one fp32 operation, fused multiply-adds where written: the twins' results are the same
- * bits. */
+ * the twin). Below -87 the result is 0 rather than a subnormal (under 2^-126): a weight
+ * that small moves no fp32 sum of the row's, and the bf16 products read subnormals as 0
+ * anyway (vdpbf16ps). Above 89 it is infinity; NaN stays NaN. Each step is one fp32
+ * operation, fused multiply-adds where written: the twins' results are the same bits. */
 #include "exp_row.h"
 
 #include <math.h>
