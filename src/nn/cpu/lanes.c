@@ -10,8 +10,7 @@
 /* Columns c0 .. c0 + width - 1 (width at most 16) of the sixteen rows: col[j] holds
  * column c0 + j of every row, a lane per row. The loads stop at the rows' ends. */
 AVX512 static inline void load_columns(__m512 col[LANES], const float *x, size_t stride, int c0, int width) {
-  __mmask16 valid = (__mmask16)(width == LANES ? 0xffffu : (1u << width) - 1u);
-  for (int r = 0; r < LANES; r++) col[r] = _mm512_maskz_loadu_ps(valid, x + (size_t)r * stride + c0);
+  for (int r = 0; r < LANES; r++) col[r] = _mm512_maskz_loadu_ps(first16(width), x + (size_t)r * stride + c0);
   transpose16(col);
 }
 
