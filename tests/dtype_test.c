@@ -228,40 +228,55 @@ static void check_rows(enum dtype d, const uint32_t *inputs, size_t rows, size_t
   free(src), free(wide), free(wide_want), free(narrow16), free(narrow_want), free(values);
 }
 
-/* fp16, the format with an AVX-512 path: dtype_pack on all 2^32 fp32 patterns and
- * dtype_unpack on all 2^16 fp16 ones, on that path and the scalar one, give the same bits
- * (dtype_round is the two in turn). Under a sanitizer, which makes the loops a hundred
- * times slower, the fp32 patterns are those of every 257th upper half (all exponents). */
+/* Each vector path of the conversions (fsdp/simd.h: AVX2 and AVX-512, where this CPU has
+ * them) against the scalar one, for bf16 and fp16: dtype_pack on all 2^32 fp32 patterns,
+ * dtype_unpack on all 2^16 16-bit ones, and bf16's dtype_round (fp16's is the two in
+ * turn), to the bit. Under a sanitizer, which makes the loops a hundred times slower, the
+ * fp32 patterns are those of every 257th upper half (all exponents). */
 static void check_simd_paths(void) {
   enum { CHUNK = 1 << 16 };
-  if (simd_isa() < SIMD_AVX512) {
-    fsdp_log_info("dtype_test: this CPU has no AVX-512; the conversions have their scalar path only");
+  enum simd_isa best = simd_isa();
+  if (best == SIMD_SCALAR) {
+    fsdp_log_info("dtype_test: this CPU has no AVX2; the conversions have their scalar path only");
     return;
   }
   const char *sanitizer = getenv("FSDP_SANITIZER");
   uint32_t stride = sanitizer && *sanitizer ? 257 : 1;
-  float *x = fsdp_xmalloc(CHUNK * sizeof *x), *wide[2];
+  float *x = fsdp_xmalloc(CHUNK * sizeof *x), *wide[2], *rounded[2];
   uint16_t *narrow_by[2], all[CHUNK];
-  for (int p = 0; p < 2; p++)
-    wide[p] = fsdp_xmalloc(CHUNK * sizeof(float)), narrow_by[p] = fsdp_xmalloc(CHUNK * sizeof(uint16_t));
-  for (uint32_t h = 0; h < CHUNK; h++) all[h] = (uint16_t)h;
-  for (uint32_t high = 0; high < CHUNK; high += stride) {
-    for (uint32_t low = 0; low < CHUNK; low++) x[low] = float_of(high << 16 | low);
-    for (int p = 0; p < 2; p++) {
-      simd_limit(p == 0 ? SIMD_AVX512 : SIMD_SCALAR);
-      dtype_pack(DTYPE_F16, x, narrow_by[p], CHUNK);
-    }
-    if (memcmp(narrow_by[0], narrow_by[1], CHUNK * sizeof(uint16_t)) != 0)
-      fsdp_fatal("dtype_test: fp16: dtype_pack's AVX-512 and scalar paths differ on 0x%04x....", (unsigned)high);
-  }
   for (int p = 0; p < 2; p++) {
-    simd_limit(p == 0 ? SIMD_AVX512 : SIMD_SCALAR);
-    dtype_unpack(DTYPE_F16, all, wide[p], CHUNK);
+    wide[p] = fsdp_xmalloc(CHUNK * sizeof(float)), narrow_by[p] = fsdp_xmalloc(CHUNK * sizeof(uint16_t));
+    rounded[p] = fsdp_xmalloc(CHUNK * sizeof(float));
   }
-  if (memcmp(wide[0], wide[1], CHUNK * sizeof(float)) != 0)
-    fsdp_fatal("dtype_test: fp16: dtype_unpack's AVX-512 and scalar paths differ");
+  for (uint32_t h = 0; h < CHUNK; h++) all[h] = (uint16_t)h;
+  static const enum dtype DTYPES[] = {DTYPE_BF16, DTYPE_F16};
+  for (enum simd_isa isa = SIMD_AVX2; isa <= best; isa++)
+    for (size_t t = 0; t < sizeof DTYPES / sizeof DTYPES[0]; t++) {
+      enum dtype d = DTYPES[t];
+      for (uint32_t high = 0; high < CHUNK; high += stride) {
+        for (uint32_t low = 0; low < CHUNK; low++) x[low] = float_of(high << 16 | low);
+        for (int p = 0; p < 2; p++) {
+          simd_limit(p == 0 ? isa : SIMD_SCALAR);
+          dtype_pack(d, x, narrow_by[p], CHUNK);
+          if (d == DTYPE_BF16) memcpy(rounded[p], x, CHUNK * sizeof(float)), dtype_round(d, rounded[p], CHUNK);
+        }
+        if (memcmp(narrow_by[0], narrow_by[1], CHUNK * sizeof(uint16_t)) != 0)
+          fsdp_fatal("dtype_test: %s: dtype_pack's %s and scalar paths differ on 0x%04x....", dtype_name(d),
+                     simd_isa_name(isa), (unsigned)high);
+        if (d == DTYPE_BF16 && memcmp(rounded[0], rounded[1], CHUNK * sizeof(float)) != 0)
+          fsdp_fatal("dtype_test: bf16: dtype_round's %s and scalar paths differ on 0x%04x....", simd_isa_name(isa),
+                     (unsigned)high);
+      }
+      for (int p = 0; p < 2; p++) {
+        simd_limit(p == 0 ? isa : SIMD_SCALAR);
+        dtype_unpack(d, all, wide[p], CHUNK);
+      }
+      if (memcmp(wide[0], wide[1], CHUNK * sizeof(float)) != 0)
+        fsdp_fatal("dtype_test: %s: dtype_unpack's %s and scalar paths differ", dtype_name(d), simd_isa_name(isa));
+      fsdp_log_info("dtype_test: %s conversions on %s: the scalar path's bits", dtype_name(d), simd_isa_name(isa));
+    }
   simd_limit(SIMD_AVX512_BF16);
-  for (int p = 0; p < 2; p++) free(wide[p]), free(narrow_by[p]);
+  for (int p = 0; p < 2; p++) free(wide[p]), free(narrow_by[p]), free(rounded[p]);
   free(x);
 }
 
@@ -324,7 +339,7 @@ int main(int argc, char **argv) {
     write_floats(f, name, widened, 65536);
   }
   tensor_file_close(f);
-  fsdp_log_info("dtype_test: names, hand-worked values, all 16-bit round trips, both vector paths on every "
+  fsdp_log_info("dtype_test: names, hand-worked values, all 16-bit round trips, every vector path on every "
                 "pattern and the in-place conversions pass; %zu inputs written to %s",
                 n, argv[1]);
   free(inputs), free(x), free(rounded), free(narrowed);

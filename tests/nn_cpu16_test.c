@@ -455,13 +455,27 @@ static void *copy_of(const void *x, size_t bytes) {
   return y;
 }
 
-static void expect_same_bits(const char *what, enum dtype d, const void *vector, const void *scalar, size_t bytes) {
+/* Whether element i of x and y (in d) are the same bits or both NaN: which operand's NaN an
+ * operation passes on (its sign and payload) is the compiler's choice of operand order. */
+static int same_or_nans(enum dtype d, const void *x, const void *y, size_t i) {
+  if (d == DTYPE_F32) {
+    float a = ((const float *)x)[i], b = ((const float *)y)[i];
+    return memcmp(&a, &b, sizeof a) == 0 || (isnan(a) && isnan(b));
+  }
+  uint16_t a = ((const uint16_t *)x)[i], b = ((const uint16_t *)y)[i];
+  float wa = d == DTYPE_BF16 ? bf16_to_f32(a) : f16_to_f32(a), wb = d == DTYPE_BF16 ? bf16_to_f32(b) : f16_to_f32(b);
+  return a == b || (isnan(wa) && isnan(wb));
+}
+
+static void expect_same_bits(const char *what, enum dtype d, enum simd_isa isa, const void *vector, const void *scalar,
+                             size_t bytes) {
   checks++;
-  int same = memcmp(vector, scalar, bytes) == 0;
-  printf("%-5s %-44s %s\n", dtype_name(d), what, same ? "AVX-512 and scalar alike" : "AVX-512 and scalar DIFFER");
+  int same = 1;
+  for (size_t i = 0; i < bytes / dtype_size(d); i++) same &= same_or_nans(d, vector, scalar, i);
+  printf("%-5s %-44s %s and scalar %s\n", dtype_name(d), what, simd_isa_name(isa), same ? "alike" : "DIFFER");
   if (!same) {
     failures++;
-    fprintf(stderr, "FAIL %s %s: the AVX-512 path and the scalar path differ\n", dtype_name(d), what);
+    fprintf(stderr, "FAIL %s %s: the %s path and the scalar path differ\n", dtype_name(d), what, simd_isa_name(isa));
   }
 }
 
@@ -474,18 +488,20 @@ static const char *const NORM_BUFFER_NAMES[NORM_BUFFERS] = {
     "rmsnorm out", "rmsnorm rstd", "rmsnorm dinp", "rmsnorm dweight"};
 
 /* N rows (blocks of sixteen and a remainder, or none), C columns: LayerNorm and RMSNorm,
- * forward and backward, on each path, from the same inputs and gradients. */
-static void test_norm_paths(enum dtype d, int N, int C) {
+ * forward and backward, on isa's path and the scalar one, from the same inputs and
+ * gradients. */
+static void test_norm_paths(enum simd_isa isa, enum dtype d, int N, int C) {
   size_t n = (size_t)N * C, e = dtype_size(d);
   void *inp = random_in(d, n, 2.0f, 3.0f, 1), *weight = random_in(d, (size_t)C, 1.0f, 1.0f, 0);
   void *bias = random_in(d, (size_t)C, 0.3f, 0.0f, 0), *dout = random_in(d, n, 1.0f, 0.0f, 0);
   void *dinp0 = random_in(d, n, 1.0f, 0.0f, 0), *dw0 = random_in(d, (size_t)C, 1.0f, 0.0f, 0);
   size_t bytes[NORM_BUFFERS] = {n * e, N * sizeof(float), N * sizeof(float), n * e, C * e, C * e,
                                 n * e, N * sizeof(float), n * e, C * e};
+  enum dtype dtypes[NORM_BUFFERS] = {d, DTYPE_F32, DTYPE_F32, d, d, d, d, DTYPE_F32, d, d};
   void *runs[2][NORM_BUFFERS];
   struct tensor x = tensor_2d(inp, d, N, C), w = tensor_1d(weight, d, C), dy = tensor_2d(dout, d, N, C);
   for (int path = 0; path < 2; path++) {
-    simd_limit(path == 0 ? SIMD_AVX512 : SIMD_SCALAR);
+    simd_limit(path == 0 ? isa : SIMD_SCALAR);
     void **r = runs[path];
     for (int b = 0; b < NORM_BUFFERS; b++) r[b] = fsdp_xcalloc(1, bytes[b]);
     memcpy(r[LN_DINP], dinp0, n * e), memcpy(r[RMS_DINP], dinp0, n * e);
@@ -502,7 +518,7 @@ static void test_norm_paths(enum dtype d, int N, int C) {
   for (int b = 0; b < NORM_BUFFERS; b++) {
     char what[64];
     snprintf(what, sizeof what, "(%d, %d) %s", N, C, NORM_BUFFER_NAMES[b]);
-    expect_same_bits(what, d, runs[0][b], runs[1][b], bytes[b]);
+    expect_same_bits(what, dtypes[b], isa, runs[0][b], runs[1][b], bytes[b]);
   }
   for (int path = 0; path < 2; path++)
     for (int b = 0; b < NORM_BUFFERS; b++) free(runs[path][b]);
@@ -513,7 +529,7 @@ static void test_norm_paths(enum dtype d, int N, int C) {
  * chunks on several threads where n passes one; the second step with a gradient scale.
  * rd: the dtype of the rounded copy it writes too (DTYPE_F32: none), which must be the
  * last param rounded as nn_cast rounds it. */
-static void test_adamw_paths(size_t n, enum dtype rd) {
+static void test_adamw_paths(enum simd_isa isa, size_t n, enum dtype rd) {
   float *param0 = random_in(DTYPE_F32, n, 0.02f, 0.0f, 0), *grad = random_in(DTYPE_F32, n, 1e-3f, 0.0f, 1);
   float *m0 = random_in(DTYPE_F32, n, 1e-4f, 0.0f, 0), *v0 = random_in(DTYPE_F32, n, 1e-6f, 1e-6f, 0);
   struct nn_adamw h = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
@@ -521,7 +537,7 @@ static void test_adamw_paths(size_t n, enum dtype rd) {
   float *out[2][3];
   uint16_t *rounded[2] = {NULL, NULL};
   for (int path = 0; path < 2; path++) {
-    simd_limit(path == 0 ? SIMD_AVX512 : SIMD_SCALAR);
+    simd_limit(path == 0 ? isa : SIMD_SCALAR);
     size_t bytes = n * sizeof(float);
     float *p = copy_of(param0, bytes), *m = copy_of(m0, bytes), *v = copy_of(v0, bytes);
     if (rd != DTYPE_F32) rounded[path] = fsdp_xmalloc(n * sizeof(uint16_t));
@@ -534,9 +550,9 @@ static void test_adamw_paths(size_t n, enum dtype rd) {
     out[path][0] = p, out[path][1] = m, out[path][2] = v;
   }
   simd_limit(SIMD_AVX512_BF16);
-  expect_same_bits("adamw param (3 steps)", DTYPE_F32, out[0][0], out[1][0], n * sizeof(float));
-  expect_same_bits("adamw m (3 steps)", DTYPE_F32, out[0][1], out[1][1], n * sizeof(float));
-  expect_same_bits("adamw v (3 steps)", DTYPE_F32, out[0][2], out[1][2], n * sizeof(float));
+  expect_same_bits("adamw param (3 steps)", DTYPE_F32, isa, out[0][0], out[1][0], n * sizeof(float));
+  expect_same_bits("adamw m (3 steps)", DTYPE_F32, isa, out[0][1], out[1][1], n * sizeof(float));
+  expect_same_bits("adamw v (3 steps)", DTYPE_F32, isa, out[0][2], out[1][2], n * sizeof(float));
   if (rd != DTYPE_F32) {
     uint16_t *cast = fsdp_xmalloc(n * sizeof(uint16_t));
     dtype_pack(rd, out[0][0], cast, n);
@@ -634,17 +650,19 @@ int main(void) {
     test_cached_attention(3, 11, 6, 3, 8);
     test_special_values();
   }
-  if (simd_isa() < SIMD_AVX512)
-    printf("this CPU has no AVX-512: both paths below are the scalar one\n");
   static const enum dtype ALL[] = {DTYPE_F32, DTYPE_BF16, DTYPE_F16};
-  for (size_t i = 0; i < sizeof ALL / sizeof ALL[0]; i++) {
-    test_norm_paths(ALL[i], 37, 131);
-    test_norm_paths(ALL[i], 16, 64);
-    test_norm_paths(ALL[i], 5, 20);
+  enum simd_isa best = simd_isa();
+  if (best == SIMD_SCALAR) printf("this CPU has no AVX2: the kernels have their scalar path only\n");
+  for (enum simd_isa isa = SIMD_AVX2; isa <= best; isa++) {
+    for (size_t i = 0; i < sizeof ALL / sizeof ALL[0]; i++) {
+      test_norm_paths(isa, ALL[i], 37, 131);
+      test_norm_paths(isa, ALL[i], 16, 64);
+      test_norm_paths(isa, ALL[i], 5, 20);
+    }
+    test_adamw_paths(isa, 16 * 1000 + 7, DTYPE_F32);
+    test_adamw_paths(isa, 3 * 16384 + 7, DTYPE_BF16); /* four chunks */
+    test_adamw_paths(isa, 3 * 16384 + 7, DTYPE_F16);
   }
-  test_adamw_paths(16 * 1000 + 7, DTYPE_F32);
-  test_adamw_paths(3 * 16384 + 7, DTYPE_BF16); /* four chunks */
-  test_adamw_paths(3 * 16384 + 7, DTYPE_F16);
   /* The thread sanitizer cannot see libgomp's barriers (tests/CMakeLists.txt): its build
    * runs the kernels on one thread, and the two passes need several. */
   const char *sanitizer = getenv("FSDP_SANITIZER");

@@ -32,8 +32,8 @@ struct nn_ctx {
  * read (4% of a CPU step of shakespeare-char went to zeroing and reading them back). */
 enum nn_grad { NN_GRAD_ADD, NN_GRAD_SET };
 
-/* The dtype the kernels of d compute in for parameters stored in param_dtype: fp32 on
- * the CPU (from the rounded values), the 16-bit dtype itself on a GPU. */
+/* The dtype the kernels of d compute in for parameters stored in param_dtype: the
+ * parameters' own, on every device (16-bit values, fp32 sums). */
 enum dtype nn_compute_dtype(const struct device *d, enum dtype param_dtype);
 
 /* out (B, T, C) = wte[inp[b, t]] + wpe[t]; inp (B, T) int32. wpe TENSOR_NONE: no
@@ -187,5 +187,9 @@ void nn_adamw(const struct nn_ctx *c, struct tensor param, struct tensor rounded
 
 /* The OpenMP threads the CPU kernels run on (OMP_NUM_THREADS, or the cores this process may use). */
 int nn_num_threads(void);
+
+/* The instructions the CPU kernels run on here, for logs and caches: the vector paths'
+ * (fsdp/simd.h) and oneDNN's (its DNNL_MAX_CPU_ISA cap applied), "avx2 / oneDNN avx2". */
+void nn_cpu_isa(char *out, size_t size);
 
 #endif

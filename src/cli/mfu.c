@@ -49,24 +49,32 @@ double mfu_gpu_peak_gflops(const char *model) {
 /* ---- the probe ---- */
 
 /* The product a GPT-2 block's MLP runs at 2048 tokens and width 512, 4.3 GFLOP: large
- * enough for oneDNN's bf16 kernels to run at their rate on a few cores, short enough to
+ * enough for oneDNN's kernels to run at their rate on a few cores, short enough to
  * repeat (a few ms each). */
 enum { PROBE_M = 2048, PROBE_K = 512, PROBE_N = 2048, PROBE_MIN_RUNS = 5 };
 static const double PROBE_MS = 250.0;
 /* Other jobs' runnable tasks under which a probe is cached: at most half a core busy. */
 static const double QUIET_LOAD = 0.5;
 
-/* The fastest of a quarter second of runs: on shared cores the others are the load's. */
-static double probe_gflops(void) {
+/* The fastest of a quarter second of runs of the run's own product (the dtype it computes
+ * in, on the path its products take on this CPU): on shared cores the others are the load's. */
+static double probe_gflops(enum dtype d) {
   struct device *cpu = device_cpu();
   struct stream *host = device_host_stream_create(cpu, "peak probe");
   struct nn_ctx k = {cpu, host};
   size_t in = (size_t)PROBE_M * PROBE_K, w = (size_t)PROBE_N * PROBE_K, out = (size_t)PROBE_M * PROBE_N;
-  uint16_t *buf = fsdp_xmalloc((in + w + out) * sizeof *buf);
-  for (size_t i = 0; i < in + w; i++) buf[i] = f32_to_bf16((float)(i % 13) / 13.0f - 0.5f);
-  struct tensor x = tensor_2d(buf, DTYPE_BF16, PROBE_M, PROBE_K);
-  struct tensor wt = tensor_2d(buf + in, DTYPE_BF16, PROBE_N, PROBE_K);
-  struct tensor y = tensor_2d(buf + in + w, DTYPE_BF16, PROBE_M, PROBE_N);
+  size_t e = dtype_size(d);
+  unsigned char *buf = fsdp_xmalloc((in + w + out) * e);
+  float *values = fsdp_xmalloc((in + w) * sizeof *values);
+  for (size_t i = 0; i < in + w; i++) values[i] = (float)(i % 13) / 13.0f - 0.5f;
+  if (d == DTYPE_F32)
+    memcpy(buf, values, (in + w) * e);
+  else
+    dtype_pack(d, values, (uint16_t *)buf, in + w);
+  free(values);
+  struct tensor x = tensor_2d(buf, d, PROBE_M, PROBE_K);
+  struct tensor wt = tensor_2d(buf + in * e, d, PROBE_N, PROBE_K);
+  struct tensor y = tensor_2d(buf + (in + w) * e, d, PROBE_M, PROBE_N);
   nn_matmul_forward(&k, y, x, wt, TENSOR_NONE); /* creates the primitive */
   double best = 1e300, start = time_now_ms();
   for (int run = 0; run < PROBE_MIN_RUNS || time_now_ms() - start < PROBE_MS; run++) {
@@ -100,11 +108,14 @@ static void cpu_model(char *out, size_t size) {
 #endif
 }
 
-static void cache_key(char *out, size_t size, int world_size) {
-  char model[64];
+/* The product's dtype and the instructions it runs on (FSDP_SIMD and DNNL_MAX_CPU_ISA
+ * change them), the machine, its threads and ranks. */
+static void cache_key(char *out, size_t size, enum dtype d, int world_size) {
+  char model[64], isa[64];
   cpu_model(model, sizeof model);
-  snprintf(out, size, "bf16-matmul-%dx%dx%d cpu=\"%s\" cpus=%ld threads=%d ranks=%d", PROBE_M, PROBE_K, PROBE_N, model,
-           sysconf(_SC_NPROCESSORS_ONLN), nn_num_threads(), world_size);
+  nn_cpu_isa(isa, sizeof isa);
+  snprintf(out, size, "%s-matmul-%dx%dx%d isa=\"%s\" cpu=\"%s\" cpus=%ld threads=%d ranks=%d", dtype_name(d), PROBE_M,
+           PROBE_K, PROBE_N, isa, model, sysconf(_SC_NPROCESSORS_ONLN), nn_num_threads(), world_size);
 }
 
 static char *copy(const char *text) {
@@ -228,14 +239,15 @@ double mfu_peak_gflops(const struct train_options *o, struct device *device, str
       fsdp_log_info("peak: unknown on %s %s (--peak-gflops for the MFU)", device_name(device), model);
     return rank == 0 ? gflops : 0.0;
   }
-  char key[256];
-  cache_key(key, sizeof key, W);
+  enum dtype d = nn_compute_dtype(device, o->mp.param_dtype);
+  char key[320];
+  cache_key(key, sizeof key, d, W);
   char *path = rank == 0 ? cache_path() : NULL, *text = path ? cache_read(path) : copy("");
   double cached = cache_lookup(text, key);
   comm_broadcast(group, &cached, sizeof cached, 0);
   double gflops = cached, others = other_load();
   if (cached == 0.0) {
-    gflops = probe_gflops();
+    gflops = probe_gflops(d);
     comm_barrier(group); /* no rank goes on to heavier work while another still probes */
   }
   if (rank == 0 && cached > 0.0) {

@@ -17,12 +17,12 @@ struct device;
 double mfu_flops_per_token(const struct train_options *o, size_t parameters);
 
 /* Collective over group: one rank's peak in GFLOP/s, known on rank 0 (0 elsewhere).
- * --peak-gflops when given; else, on the cpu, a short bf16 matmul on oneDNN (the
- * products a bf16 step runs) timed on every rank at once, each rank on its own threads,
- * so that it is what a rank gets while all compute; the result is cached on disk per
- * machine, thread count and world size, and read back by later runs; on cuda the card's
- * dense bf16 peak by its name (mfu_gpu_peak_gflops), 0 for a card not in the table:
- * unknown, no MFU. */
+ * --peak-gflops when given; else, on the cpu, a short matmul on oneDNN in the run's
+ * compute dtype (the products its steps run, on the path they take on this CPU) timed on
+ * every rank at once, each rank on its own threads, so that it is what a rank gets while
+ * all compute; the result is cached on disk per dtype, instruction set, machine, thread
+ * count and world size, and read back by later runs; on cuda the card's dense bf16 peak by
+ * its name (mfu_gpu_peak_gflops), 0 for a card not in the table: unknown, no MFU. */
 double mfu_peak_gflops(const struct train_options *o, struct device *device, struct comm_group *group);
 
 /* A GPU's dense bf16 peak in GFLOP/s by its product name (device_model): H100 SXM and

@@ -1,7 +1,9 @@
 #include "fsdp/dtype.h"
 
-#include <immintrin.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "fsdp/error.h"
 #include "fsdp/simd.h"
@@ -118,41 +120,39 @@ uint16_t f32_to_f16(float x) {
 
 float f16_to_f32(uint16_t h) { return float_of(bits_of_f16(h)); }
 
-/* One loop per format, so that each vectorizes on its own. */
+/* One loop per format, so that each vectorizes on its own: bf16's (shifts and a select)
+ * for each instruction set (fsdp/simd.h's clones). */
 
-static void pack_bf16(const float *restrict src, uint16_t *restrict dst, size_t n) {
-  for (size_t i = 0; i < n; i++) dst[i] = f32_to_bf16(src[i]);
-}
+SIMD_CLONES(static void pack_bf16, (const float *restrict src, uint16_t *restrict dst, size_t n),
+            for (size_t i = 0; i < n; i++) dst[i] = f32_to_bf16(src[i]))
 
-static void pack_f16(const float *restrict src, uint16_t *restrict dst, size_t n) {
+SIMD_CLONES(static void unpack_bf16, (const uint16_t *restrict src, float *restrict dst, size_t n),
+            for (size_t i = 0; i < n; i++) dst[i] = bf16_to_f32(src[i]))
+
+static void pack_f16_scalar(const float *restrict src, uint16_t *restrict dst, size_t n) {
   for (size_t i = 0; i < n; i++) dst[i] = f32_to_f16(src[i]);
 }
 
-static void unpack_bf16(const uint16_t *restrict src, float *restrict dst, size_t n) {
-  for (size_t i = 0; i < n; i++) dst[i] = bf16_to_f32(src[i]);
-}
-
-static void unpack_f16(const uint16_t *restrict src, float *restrict dst, size_t n) {
+static void unpack_f16_scalar(const uint16_t *restrict src, float *restrict dst, size_t n) {
   for (size_t i = 0; i < n; i++) dst[i] = f16_to_f32(src[i]);
 }
 
-/* fp16 on AVX-512 (fsdp/simd.h): the F16C conversions give the bits of the loops above
- * for every input (dtype_test tries all 2^32 fp32 and 2^16 fp16 patterns), but for the
- * widening of a signalling NaN, which vcvtph2ps makes quiet and these keep as it is:
- * exponent 31 takes the integer steps of bits_of_f16 instead. The compiler vectorizes
- * the bf16 loops itself (shifts and a select); the fp16 ones, with their subnormal and
- * overflow cases, run 4-5x slower than the instructions. */
-__attribute__((target("avx512f"))) static void pack_f16_avx512(const float *restrict src, uint16_t *restrict dst,
-                                                               size_t n) {
+/* fp16 on AVX2 and AVX-512 (fsdp/simd.h): the F16C conversions give the bits of the loops
+ * above for every input (dtype_test tries all 2^32 fp32 and 2^16 fp16 patterns), but for
+ * the widening of a signalling NaN, which vcvtph2ps makes quiet and these keep as it is:
+ * exponent 31 takes the integer steps of bits_of_f16 instead. The compiler's own vectors
+ * of those loops, with their subnormal and overflow cases, run 4-5x slower than the
+ * instructions. */
+#if defined(__x86_64__)
+SIMD_TARGET_AVX512 static void pack_f16_avx512(const float *restrict src, uint16_t *restrict dst, size_t n) {
   size_t i = 0;
   for (; i + 16 <= n; i += 16)
     _mm256_storeu_si256((__m256i *)(dst + i),
                         _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  pack_f16(src + i, dst + i, n - i);
+  pack_f16_scalar(src + i, dst + i, n - i);
 }
 
-__attribute__((target("avx512f"))) static void unpack_f16_avx512(const uint16_t *restrict src, float *restrict dst,
-                                                                 size_t n) {
+SIMD_TARGET_AVX512 static void unpack_f16_avx512(const uint16_t *restrict src, float *restrict dst, size_t n) {
   const __m512i exponent = _mm512_set1_epi32(0x7c00), sign = _mm512_set1_epi32(0x8000);
   const __m512i significand = _mm512_set1_epi32(0x3ff), f32_top_exponent = _mm512_set1_epi32((int)F32_INF);
   size_t i = 0;
@@ -166,50 +166,68 @@ __attribute__((target("avx512f"))) static void unpack_f16_avx512(const uint16_t 
     __m512 x = _mm512_mask_mov_ps(_mm512_cvtph_ps(h), top, _mm512_castsi512_ps(infinite_or_nan));
     _mm512_storeu_ps(dst + i, x);
   }
-  unpack_f16(src + i, dst + i, n - i);
+  unpack_f16_scalar(src + i, dst + i, n - i);
+}
+
+SIMD_TARGET_AVX2 static void pack_f16_avx2(const float *restrict src, uint16_t *restrict dst, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128((__m128i *)(dst + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  pack_f16_scalar(src + i, dst + i, n - i);
+}
+
+SIMD_TARGET_AVX2 static void unpack_f16_avx2(const uint16_t *restrict src, float *restrict dst, size_t n) {
+  const __m256i exponent = _mm256_set1_epi32(0x7c00), sign = _mm256_set1_epi32(0x8000);
+  const __m256i significand = _mm256_set1_epi32(0x3ff), f32_top_exponent = _mm256_set1_epi32((int)F32_INF);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm_loadu_si128((const __m128i *)(src + i));
+    __m256i w = _mm256_cvtepu16_epi32(h);
+    __m256i top = _mm256_cmpeq_epi32(_mm256_and_si256(w, exponent), exponent);
+    __m256i infinite_or_nan = _mm256_or_si256(
+        _mm256_or_si256(_mm256_slli_epi32(_mm256_and_si256(w, sign), 16), f32_top_exponent),
+        _mm256_slli_epi32(_mm256_and_si256(w, significand), 13));
+    __m256 x = _mm256_blendv_ps(_mm256_cvtph_ps(h), _mm256_castsi256_ps(infinite_or_nan), _mm256_castsi256_ps(top));
+    _mm256_storeu_ps(dst + i, x);
+  }
+  unpack_f16_scalar(src + i, dst + i, n - i);
+}
+#define F16_PATH(f) (simd_isa() >= SIMD_AVX512 ? f##_avx512 : simd_isa() >= SIMD_AVX2 ? f##_avx2 : f##_scalar)
+#else
+#define F16_PATH(f) f##_scalar
+#endif
+
+typedef void (*pack_loop)(const float *restrict, uint16_t *restrict, size_t);
+typedef void (*unpack_loop)(const uint16_t *restrict, float *restrict, size_t);
+
+static pack_loop pack_of(enum dtype d) { return d == DTYPE_BF16 ? SIMD_CLONE(pack_bf16) : F16_PATH(pack_f16); }
+static unpack_loop unpack_of(enum dtype d) {
+  return d == DTYPE_BF16 ? SIMD_CLONE(unpack_bf16) : F16_PATH(unpack_f16);
 }
 
 void dtype_pack(enum dtype d, const float *src, uint16_t *dst, size_t n) {
   check_16bit(d, "dtype_pack");
-  if (d == DTYPE_BF16)
-    pack_bf16(src, dst, n);
-  else
-    (simd_isa() >= SIMD_AVX512 ? pack_f16_avx512 : pack_f16)(src, dst, n);
+  pack_of(d)(src, dst, n);
 }
 
 void dtype_unpack(enum dtype d, const uint16_t *src, float *dst, size_t n) {
   check_16bit(d, "dtype_unpack");
-  if (d == DTYPE_BF16)
-    unpack_bf16(src, dst, n);
-  else
-    (simd_isa() >= SIMD_AVX512 ? unpack_f16_avx512 : unpack_f16)(src, dst, n);
+  unpack_of(d)(src, dst, n);
 }
 
-/* bf16's loops are called directly, so that they inline into the loop over rows. */
 void dtype_pack_rows(enum dtype d, const float *src, size_t src_stride, uint16_t *dst, size_t dst_stride, size_t rows,
                      size_t cols) {
   check_16bit(d, "dtype_pack_rows");
-  void (*f16)(const float *restrict, uint16_t *restrict, size_t) =
-      simd_isa() >= SIMD_AVX512 ? pack_f16_avx512 : pack_f16;
-  for (size_t r = 0; r < rows; r++) {
-    if (d == DTYPE_BF16)
-      pack_bf16(src + r * src_stride, dst + r * dst_stride, cols);
-    else
-      f16(src + r * src_stride, dst + r * dst_stride, cols);
-  }
+  pack_loop pack = pack_of(d);
+  for (size_t r = 0; r < rows; r++) pack(src + r * src_stride, dst + r * dst_stride, cols);
 }
 
 void dtype_unpack_rows(enum dtype d, const uint16_t *src, size_t src_stride, float *dst, size_t dst_stride,
                        size_t rows, size_t cols) {
   check_16bit(d, "dtype_unpack_rows");
-  void (*f16)(const uint16_t *restrict, float *restrict, size_t) =
-      simd_isa() >= SIMD_AVX512 ? unpack_f16_avx512 : unpack_f16;
-  for (size_t r = 0; r < rows; r++) {
-    if (d == DTYPE_BF16)
-      unpack_bf16(src + r * src_stride, dst + r * dst_stride, cols);
-    else
-      f16(src + r * src_stride, dst + r * dst_stride, cols);
-  }
+  unpack_loop unpack = unpack_of(d);
+  for (size_t r = 0; r < rows; r++) unpack(src + r * src_stride, dst + r * dst_stride, cols);
 }
 
 /* The in-place conversions and fp16's rounding go a block at a time through a buffer on
@@ -221,7 +239,7 @@ enum { BLOCK = 2048 };
 /* bf16's rounding in place, each float to the float of its bf16: a bf16 is a float's top
  * half, so one loop, which vectorizes (the attention rounds rows of 64: a block's two
  * passes and calls cost more than the work). */
-static void round_bf16(float *x, size_t n) {
+static inline __attribute__((always_inline)) void round_bf16_elements(float *x, size_t n) {
   for (size_t i = 0; i < n; i++) {
     uint32_t u;
     memcpy(&u, x + i, sizeof u);
@@ -229,9 +247,11 @@ static void round_bf16(float *x, size_t n) {
   }
 }
 
+SIMD_CLONES(static void round_bf16, (float *x, size_t n), round_bf16_elements(x, n))
+
 void dtype_round(enum dtype d, float *x, size_t n) {
   check_dtype(d, "dtype_round");
-  if (d == DTYPE_BF16) round_bf16(x, n);
+  if (d == DTYPE_BF16) SIMD_CLONE(round_bf16)(x, n);
   if (d != DTYPE_F16) return;
   uint16_t block[BLOCK];
   for (size_t s = 0; s < n; s += BLOCK) {

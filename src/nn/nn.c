@@ -10,7 +10,7 @@
 #include "ops.h"
 
 static const struct nn_backend *backend_for(enum device_kind kind) {
-  const struct nn_backend *b = kind == DEVICE_CUDA ? nn_cuda_backend() : &NN_CPU;
+  const struct nn_backend *b = kind == DEVICE_CUDA ? nn_cuda_backend() : nn_cpu_backend();
   if (!b) fsdp_fatal("nn: this fsdp was built without the cuda kernels");
   return b;
 }

@@ -84,7 +84,8 @@ struct nn_backend {
  * this stream; the argument structs leave it out, as the CPU kernels never need it. */
 struct stream *nn_launch_stream(void);
 
-extern const struct nn_backend NN_CPU;
+/* The CPU kernels compiled for simd_isa()'s instruction set (cpu/backend.c). */
+const struct nn_backend *nn_cpu_backend(void);
 /* NULL in a build without CUDA. */
 const struct nn_backend *nn_cuda_backend(void);
 

@@ -12,9 +12,10 @@
  * round() is the dtype's rounding (none in fp32), where FlashAttention rounds its 16-bit
  * operands before a tensor-core product; everything else is fp32, the exponentials
  * exp_row's. A tile's products read q, k, v and dout where they lie (rows of a head, qs or
- * kvs elements apart): bf16 ones on the CPU's BF16 dot products where it has them
- * (tile_product.h), other 16-bit ones on oneDNN's matmul primitive (a product of two
- * 16-bit values is exact in fp32, and the sums are fp32), fp32 ones on its sgemm. The
+ * kvs elements apart): 16-bit ones on the CPU's own vector instructions from AVX2 up
+ * (tile_product.h; the same bits on every one), else on oneDNN's matmul primitive (a
+ * product of two 16-bit values is exact in fp32, and the sums are fp32), fp32 ones on its
+ * sgemm. The
  * scale multiplies each score as it is exponentiated (the forward's maximum is taken of
  * the scaled scores), and dq and dk once, as they are stored. The backward runs in two
  * passes so that each gradient has one writer: per 64-key tile (dk and dv, summed over the
@@ -68,13 +69,13 @@ static struct operand rows_of(struct tensor t, size_t first, int64_t ld, int tra
 }
 
 /* c (m x n, fp32, rows ldc apart) = a b, or c += a b where accumulate, for a (m x k) and
- * b (k x n) in dtype d: bf16 on the CPU's BF16 dot products where it has them
- * (tile_product.h), other 16-bit ones on the calling thread's own oneDNN primitives (the
- * tiles' parallel region runs one a thread), fp32 on sgemm. */
+ * b (k x n) in dtype d: 16-bit on tile_product where it runs, else on the calling
+ * thread's own oneDNN primitives (the tiles' parallel region runs one a thread), fp32 on
+ * sgemm. */
 static void product(enum dtype d, int m, int n, int k, struct operand a, struct operand b, int accumulate, float *c,
                     int ldc) {
-  if (d == DTYPE_BF16 && tile_product_bf16_runs()) {
-    tile_product_bf16(m, n, k, a, b, accumulate, c, ldc);
+  if (d != DTYPE_F32 && tile_product_runs()) {
+    tile_product(d, m, n, k, a, b, accumulate, c, ldc);
     return;
   }
   if (d == DTYPE_F32) {

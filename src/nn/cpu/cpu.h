@@ -4,6 +4,8 @@
 #ifndef FSDP_NN_CPU_H
 #define FSDP_NN_CPU_H
 
+#include "variant.h"
+
 #include "../ops.h"
 #include "fsdp/error.h"
 

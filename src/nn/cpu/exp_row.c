@@ -1,7 +1,7 @@
 /* exp_row.h. exp(x) = 2^k exp(r): k = x log2(e) rounded to the nearest integer, r = x - k
  * ln 2 (ln 2 in two parts, so that r is exact to fp32's precision), |r| <= ln(2) / 2,
- * exp(r) = 1 + r + r^2 P(r) with Cephes' degree-5 P, and 2^k applied by scalef (ldexpf in
- * the twin). Below -87 the result is 0 rather than a subnormal (under 2^-126): a weight
+ * exp(r) = 1 + r + r^2 P(r) with Cephes' degree-5 P, and 2^k applied by scalef (AVX-512),
+ * two exact products by powers of two (AVX2) or ldexpf (the scalar twin). Below -87 the result is 0 rather than a subnormal (under 2^-126): a weight
  * that small moves no fp32 sum of the row's, and the bf16 products read subnormals as 0
  * anyway (vdpbf16ps). Above 89 it is infinity; NaN stays NaN. Each step is one fp32
  * operation, fused multiply-adds where written: the twins' results are the same bits. */
@@ -9,8 +9,11 @@
 
 #include <math.h>
 
-#include "avx512.h"
 #include "fsdp/simd.h"
+#if defined(__x86_64__)
+#include "avx2.h"
+#include "avx512.h"
+#endif
 
 static const float LOG2E = 1.44269504088896341f, LN2_HI = 0.693359375f, LN2_LO = -2.12194440e-4f;
 static const float LOWEST = -87.0f, HIGHEST = 89.0f;
@@ -47,6 +50,7 @@ static float exp_row_scalar(float *row, int n, int seen, float scale, float shif
   return sum_pairwise(part);
 }
 
+#if defined(__x86_64__)
 /* max(lo, x) and min(hi, x) return x where x is NaN: MAXPS and MINPS return their second
  * operand where either is NaN. */
 AVX512 static __m512 exp_avx512(__m512 x) {
@@ -79,6 +83,52 @@ AVX512 static float exp_row_avx512(float *row, int n, int seen, float scale, flo
   return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_movehdup_ps(quarter)));
 }
 
+/* exp_avx512's steps on eight lanes. 2^k, k in [-126, 128], is applied as 2^(k - h) 2^h
+ * with h = floor(k / 2): both factors normal, each product exact where the result is
+ * normal (every result here, above -87), so the two give scalef's and ldexpf's bits. */
+AVX2 static __m256 exp_avx2(__m256 x) {
+  __m256 underflows = _mm256_cmp_ps(x, _mm256_set1_ps(LOWEST), _CMP_LT_OQ);
+  x = _mm256_max_ps(_mm256_set1_ps(LOWEST), x);
+  x = _mm256_min_ps(_mm256_set1_ps(HIGHEST), x);
+  __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fmadd_ps(k, _mm256_set1_ps(-LN2_HI), x);
+  r = _mm256_fmadd_ps(k, _mm256_set1_ps(-LN2_LO), r);
+  __m256 p = _mm256_set1_ps(P[0]);
+  for (int i = 1; i < 6; i++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P[i]));
+  __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+  __m256i ki = _mm256_cvtps_epi32(k), h = _mm256_srai_epi32(ki, 1), bias = _mm256_set1_epi32(127);
+  __m256 low = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(h, bias), 23));
+  __m256 high = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(ki, h), bias), 23));
+  return _mm256_andnot_ps(underflows, _mm256_mul_ps(_mm256_mul_ps(y, low), high));
+}
+
+/* Sixteen columns a step as two vectors of eight, so that the partial sums are the
+ * AVX-512 path's sixteen, added in its order. */
+AVX2 static float exp_row_avx2(float *row, int n, int seen, float scale, float shift) {
+  __m256 sum[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  __m256 by = _mm256_set1_ps(scale), less = _mm256_set1_ps(shift);
+  for (int c = 0; c < n; c += LANES)
+    for (int half = 0; half < 2; half++) {
+      int c0 = c + half * 8;
+      __m256i visible = first8(seen - c0);
+      __m256 x = _mm256_sub_ps(_mm256_mul_ps(_mm256_maskload_ps(row + c0, visible), by), less);
+      __m256 e = _mm256_and_ps(_mm256_castsi256_ps(visible), exp_avx2(x));
+      _mm256_maskstore_ps(row + c0, first8(n - c0), e);
+      sum[half] = _mm256_add_ps(sum[half], e);
+    }
+  __m256 half = _mm256_add_ps(sum[0], sum[1]);
+  __m128 quarter = _mm_add_ps(_mm256_castps256_ps128(half), _mm256_extractf128_ps(half, 1));
+  quarter = _mm_add_ps(quarter, _mm_movehl_ps(quarter, quarter));
+  return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_movehdup_ps(quarter)));
+}
+
+#endif
+
 float exp_row(float *row, int n, int seen, float scale, float shift) {
-  return (simd_isa() >= SIMD_AVX512 ? exp_row_avx512 : exp_row_scalar)(row, n, seen, scale, shift);
+#if defined(__x86_64__)
+  enum simd_isa isa = simd_isa();
+  if (isa >= SIMD_AVX512) return exp_row_avx512(row, n, seen, scale, shift);
+  if (isa >= SIMD_AVX2) return exp_row_avx2(row, n, seen, scale, shift);
+#endif
+  return exp_row_scalar(row, n, seen, scale, shift);
 }

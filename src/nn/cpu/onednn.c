@@ -2,6 +2,7 @@
 
 #include <dnnl.h>
 #include <dnnl_debug.h>
+#include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,17 +28,18 @@ struct runs {
 };
 
 /* A primitive with the memory objects it runs on: they hold a problem's layouts, and
- * each call only points them at its data. An fp16 problem that oneDNN cannot run on
- * this CPU (its fp16 kernels need AVX512-FP16) runs as its fp32 twin on widened copies,
- * compact (a head's rows of a wide activation are copied, not the gaps between them):
- * widening is exact, so the product still accumulates in fp32 and c is rounded once,
- * as the fp16 kernel would do it. */
+ * each call only points them at its data. A 16-bit problem that oneDNN cannot run on
+ * this CPU (Debian's oneDNN 2.6 has bf16 products only from AVX-512 on, fp16 ones only
+ * with AVX512-FP16) runs as its fp32 twin on widened copies, compact (a head's rows of a
+ * wide activation are copied, not the gaps between them): widening is exact, so the
+ * product still accumulates in fp32 and c is rounded once, as the 16-bit kernel would
+ * do it. */
 struct cached_matmul {
   struct onednn_matmul key;
   dnnl_primitive_t primitive;
   dnnl_memory_t mem[OPERANDS]; /* mem[BIAS] NULL without a bias */
   dnnl_memory_t scratchpad;    /* NULL: the primitive needs none */
-  int widened[OPERANDS];       /* fp16 operands, passed to the primitive as compact fp32 copies */
+  int widened[OPERANDS];       /* 16-bit operands, passed to the primitive as compact fp32 copies */
   struct runs runs[OPERANDS];  /* of a widened operand */
 };
 
@@ -196,9 +198,9 @@ static struct cached_matmul create(struct cache *c, const struct onednn_matmul *
   dnnl_memory_desc_t md[OPERANDS];
   dnnl_primitive_desc_t pd;
   dnnl_status_t status = describe(m, layout, dtypes, md, &pd);
-  if (status == dnnl_unimplemented && m->dtype == DTYPE_F16) {
+  if (status == dnnl_unimplemented && m->dtype != DTYPE_F32) {
     for (int i = 0; i < OPERANDS; i++) {
-      e.widened[i] = dtypes[i] == DTYPE_F16;
+      e.widened[i] = dtypes[i] != DTYPE_F32;
       if (e.widened[i]) e.runs[i] = runs_of(&layout[i]), layout[i] = compact(&layout[i]);
       dtypes[i] = DTYPE_F32;
     }
@@ -241,18 +243,38 @@ static struct cached_matmul *lookup(struct cache *c, const struct onednn_matmul 
   return &c->entries[c->count++];
 }
 
+/* Below this many elements a conversion stays on the calling thread. */
+enum { CONVERT_ALONE = 1 << 15 };
+
+/* A widened operand's runs, from data to its compact fp32 copy, or back (pack) into c's
+ * rows; on the calling thread's OpenMP team where it is large enough and the thread is
+ * not already inside a team's region (onednn_matmul_alone's callers). */
+static void convert(enum dtype d, const struct runs *r, uint16_t *narrow, float *wide, int pack) {
+  size_t total = r->count * r->len;
+  /* Runs side by side are one, cut into pieces of CONVERT_ALONE. */
+  struct runs p = *r;
+  if (r->stride == r->len) p = (struct runs){(total + CONVERT_ALONE - 1) / CONVERT_ALONE, CONVERT_ALONE, CONVERT_ALONE};
+#pragma omp parallel for schedule(static) if (total > CONVERT_ALONE && !omp_in_parallel())
+  for (size_t j = 0; j < p.count; j++) {
+    size_t n = total - j * p.len < p.len ? total - j * p.len : p.len;
+    if (pack)
+      dtype_pack(d, wide + j * p.len, narrow + j * p.stride, n);
+    else
+      dtype_unpack(d, narrow + j * p.stride, wide + j * p.len, n);
+  }
+}
+
 static void run(struct cache *c, const struct onednn_matmul *m, const void *a, const void *b, const void *bias,
                 void *out) {
   struct cached_matmul *e = lookup(c, m);
   /* oneDNN's memory objects take non-const handles; the primitive only reads a, b and bias. */
   void *data[OPERANDS] = {(void *)a, (void *)b, (void *)bias, out};
+  enum dtype narrow = (enum dtype)m->dtype;
   for (int i = 0; i < OPERANDS; i++) {
     if (!e->widened[i] || !e->mem[i]) continue;
     const struct runs *r = &e->runs[i];
     float *wide = reserve(&c->wide[i], r->count * r->len * sizeof(float));
-    if (i != C || m->accumulate)
-      for (size_t j = 0; j < r->count; j++)
-        dtype_unpack(DTYPE_F16, (const uint16_t *)data[i] + j * r->stride, wide + j * r->len, r->len);
+    if (i != C || m->accumulate) convert(narrow, r, data[i], wide, 0);
     data[i] = wide;
   }
   dnnl_exec_arg_t args[OPERANDS + 1];
@@ -269,10 +291,7 @@ static void run(struct cache *c, const struct onednn_matmul *m, const void *a, c
   }
   DNNL(dnnl_primitive_execute(e->primitive, c->stream, nargs, args));
   DNNL(dnnl_stream_wait(c->stream));
-  if (e->widened[C])
-    for (size_t j = 0; j < e->runs[C].count; j++)
-      dtype_pack(DTYPE_F16, (const float *)data[C] + j * e->runs[C].len, (uint16_t *)out + j * e->runs[C].stride,
-                 e->runs[C].len);
+  if (e->widened[C]) convert(narrow, &e->runs[C], out, data[C], 1);
 }
 
 void onednn_matmul(const struct onednn_matmul *m, const void *a, const void *b, const void *bias, void *c) {
@@ -293,6 +312,20 @@ void onednn_matmul_alone(const struct onednn_matmul *m, const void *a, const voi
 void onednn_sgemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *a,
                   int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
   DNNL(dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, a, lda, b, ldb, beta, c, ldc));
+}
+
+const char *onednn_isa(void) {
+  switch (dnnl_get_effective_cpu_isa()) {
+  case dnnl_cpu_isa_sse41: return "sse41";
+  case dnnl_cpu_isa_avx: return "avx";
+  case dnnl_cpu_isa_avx2: return "avx2";
+  case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
+  case dnnl_cpu_isa_avx512_core: return "avx512_core";
+  case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+  case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+  case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+  default: return "any";
+  }
 }
 
 uint64_t onednn_primitives_created(void) { return lib.created; }

@@ -48,6 +48,10 @@ void onednn_matmul_alone(const struct onednn_matmul *m, const void *a, const voi
 void onednn_sgemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *a,
                   int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
+/* The instructions oneDNN's kernels use here, its DNNL_MAX_CPU_ISA cap applied: "avx2",
+ * "avx512_core_bf16", ... ("any" where it names none, as on aarch64). */
+const char *onednn_isa(void);
+
 /* How many primitives have been created since the start: tests check that a repeated
  * problem creates none. */
 uint64_t onednn_primitives_created(void);

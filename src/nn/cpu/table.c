@@ -15,6 +15,8 @@ static size_t cpu_no_scratch_2d(size_t n, size_t m) {
   return 0;
 }
 
+/* One table a variant (variant.h): NN_CPU_scalar, NN_CPU_avx2, ... */
+extern const struct nn_backend NN_CPU;
 const struct nn_backend NN_CPU = {
     .name = "cpu",
     .compute_dtype = cpu_compute_dtype,

@@ -1,4 +1,6 @@
-/* The bf16 tile products (tile_product.h). vdpbf16ps works on 32-bit words of two bf16
+/* The 16-bit tile products (tile_product.h).
+ *
+ * bf16 on AVX-512 BF16: vdpbf16ps works on 32-bit words of two bf16
  * values: lane x of its sum adds a1 b1 and then a0 b0, for the words (a0, a1) and
  * (b0, b1) in that lane of its operands. So a is read as words along k, (a[i][2j],
  * a[i][2j+1]), one broadcast to every lane, and b is packed as words (b[2j][x],
@@ -16,9 +18,13 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "avx512.h"
 #include "cpu.h"
+#include "fsdp/error.h"
 #include "fsdp/simd.h"
+
+#if defined(__x86_64__)
+#include "avx2.h"
+#include "avx512.h"
 
 #define BF16 __attribute__((target("avx512f,avx512bw,avx512bf16")))
 #define BF16_INLINE BF16 __attribute__((always_inline)) static inline
@@ -116,9 +122,8 @@ BF16 static void product(int m, int n, int kp, struct words a, const uint32_t *b
   }
 }
 
-int tile_product_bf16_runs(void) { return simd_isa() >= SIMD_AVX512_BF16; }
-
-void tile_product_bf16(int m, int n, int k, struct operand a, struct operand b, int accumulate, float *c, int ldc) {
+BF16 static void product_bf16(int m, int n, int k, struct operand a, struct operand b, int accumulate, float *c,
+                              int ldc) {
   int kp = words_of(k), b_cols = (n + VEC - 1) / VEC * VEC;
   size_t b_words = (size_t)kp * b_cols;
   uint32_t *packed = cpu_pack_scratch((b_words + (size_t)m * kp) * sizeof(uint32_t)), *a_words = packed + b_words;
@@ -138,4 +143,139 @@ void tile_product_bf16(int m, int n, int k, struct operand a, struct operand b, 
     aw = (struct words){a_words, (size_t)kp, 1};
   }
   product(m, n, kp, aw, packed, b_cols, accumulate, c, ldc);
+}
+
+/* Everywhere else on AVX2: a and b widened to fp32 (exact), the sums down k a pair at a
+ * time, the odd element's fused multiply-add and then the even one's: a fused
+ * multiply-add adds an exact product as vdpbf16ps does, and the sums run with the MXCSR's
+ * DAZ and FTZ set, as vdpbf16ps always does: the same bits (an fp16 product and sum never
+ * come near fp32's subnormals). k is padded to even with zeros, b's rows to whole vectors
+ * of eight columns. A block of R rows by V vectors keeps R V sums in registers beside V
+ * vectors of b and a broadcast of a: 6 x 2 (sixteen columns), 12 x 1 for a last eight.
+ * The sums are added to c (or stored) with the caller's MXCSR back. */
+
+enum { VEC8 = 8, MXCSR_DAZ_FTZ = 0x8040 };
+
+/* Up to eight 16-bit values widened (the lanes past count zero). */
+AVX2 static inline __m256 widen8(enum dtype d, const uint16_t *x, int count) {
+  uint16_t part[VEC8] = {0};
+  if (count < VEC8) memcpy(part, x, (size_t)(count > 0 ? count : 0) * sizeof *x);
+  __m128i h = _mm_loadu_si128((const __m128i *)(count < VEC8 ? part : x));
+  return d == DTYPE_BF16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
+}
+
+/* out (rows x width, rows out_ld apart) = x's first cols values of each row (ld apart),
+ * widened, zero past cols. */
+AVX2 static void widen_rows(enum dtype d, float *out, size_t out_ld, const uint16_t *x, int64_t ld, int rows, int cols,
+                            int width) {
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < width; c += VEC8)
+      _mm256_storeu_ps(out + (size_t)r * out_ld + c, widen8(d, x + r * ld + c, cols - c));
+}
+
+/* out (cols x width, rows out_ld apart) = the transpose of x (rows x cols, rows ld apart),
+ * widened, zero past rows: eight by eight. */
+AVX2 static void widen_transposed(enum dtype d, float *out, size_t out_ld, const uint16_t *x, int64_t ld, int rows,
+                                  int cols, int width) {
+  for (int r0 = 0; r0 < width; r0 += VEC8)
+    for (int c0 = 0; c0 < cols; c0 += VEC8) {
+      __m256 t[VEC8];
+      for (int i = 0; i < VEC8; i++)
+        t[i] = r0 + i < rows ? widen8(d, x + (r0 + i) * ld + c0, cols - c0) : _mm256_setzero_ps();
+      transpose8(t);
+      for (int i = 0; i < VEC8 && c0 + i < cols; i++) _mm256_storeu_ps(out + (size_t)(c0 + i) * out_ld + r0, t[i]);
+    }
+}
+
+/* a widened: element (i, q) is a[i * row + q * step]. */
+struct widened_a {
+  const float *a;
+  size_t row, step;
+};
+
+AVX2 __attribute__((always_inline)) static inline void block8(int R, int V, int m, int kp, struct widened_a a,
+                                                              const float *b, int cols, int i0, int x0,
+                                                              __m256 sum[12]) {
+  const float *arow[12];
+  for (int r = 0; r < R; r++) arow[r] = a.a + (size_t)(i0 + r < m ? i0 + r : m - 1) * a.row;
+  for (int s = 0; s < R * V; s++) sum[s] = _mm256_setzero_ps();
+  for (int j = 0; j < kp; j += 2)
+    for (int q = j + 1; q >= j; q--) {
+      __m256 bv[2];
+      for (int v = 0; v < V; v++) bv[v] = _mm256_load_ps(b + (size_t)q * cols + x0 + v * VEC8);
+      for (int r = 0; r < R; r++) {
+        __m256 av = _mm256_broadcast_ss(arow[r] + (size_t)q * a.step);
+        for (int v = 0; v < V; v++) sum[r * V + v] = _mm256_fmadd_ps(av, bv[v], sum[r * V + v]);
+      }
+    }
+}
+
+AVX2 __attribute__((always_inline)) static inline void store8(int R, int V, int m, int n, int i0, int x0,
+                                                              int accumulate, const __m256 sum[12], float *c,
+                                                              int ldc) {
+  for (int r = 0; r < R && i0 + r < m; r++)
+    for (int v = 0; v < V && x0 + v * VEC8 < n; v++) {
+      __m256i keep = first8(n - x0 - v * VEC8);
+      float *dst = c + (size_t)(i0 + r) * ldc + x0 + v * VEC8;
+      __m256 out = sum[r * V + v];
+      if (accumulate) out = _mm256_add_ps(_mm256_maskload_ps(dst, keep), out);
+      _mm256_maskstore_ps(dst, keep, out);
+    }
+}
+
+AVX2 static void product_avx2(enum dtype d, int m, int n, int k, struct operand a, struct operand b, int accumulate,
+                              float *c, int ldc) {
+  int kp = (k + 1) / 2 * 2, cols = (n + VEC8 - 1) / VEC8 * VEC8;
+  int ka = (kp + VEC8 - 1) / VEC8 * VEC8, ma = (m + VEC8 - 1) / VEC8 * VEC8;
+  float *wb = cpu_pack_scratch(((size_t)kp * cols + (size_t)ma * ka) * sizeof(float)), *wa = wb + (size_t)kp * cols;
+  /* b (k x n): its rows as stored, or the transpose of the stored (n x k); an odd k's
+   * last pair gets a zero row. */
+  if (b.transposed)
+    widen_transposed(d, wb, (size_t)cols, b.data, b.ld, n, k, cols);
+  else
+    widen_rows(d, wb, (size_t)cols, b.data, b.ld, k, n, cols);
+  if (kp > k) memset(wb + (size_t)k * cols, 0, (size_t)cols * sizeof(float));
+  /* a (m x k): its stored rows, read along k, zero past k; a transposed one's stored rows
+   * lie along m, one a step of k. */
+  struct widened_a wa_at = {wa, (size_t)ka, 1};
+  if (a.transposed) {
+    widen_rows(d, wa, (size_t)ma, a.data, a.ld, k, m, ma);
+    if (kp > k) memset(wa + (size_t)k * ma, 0, (size_t)ma * sizeof(float));
+    wa_at = (struct widened_a){wa, 1, (size_t)ma};
+  } else {
+    widen_rows(d, wa, (size_t)ka, a.data, a.ld, m, k, ka);
+  }
+  unsigned csr = _mm_getcsr();
+  __m256 sum[12];
+  for (int x0 = 0; x0 < n; x0 += 2 * VEC8) {
+    int V = n - x0 > VEC8 ? 2 : 1, R = V == 2 ? 6 : 12;
+    for (int i0 = 0; i0 < m; i0 += R) {
+      _mm_setcsr(csr | MXCSR_DAZ_FTZ);
+      if (V == 2)
+        block8(6, 2, m, kp, wa_at, wb, cols, i0, x0, sum);
+      else
+        block8(12, 1, m, kp, wa_at, wb, cols, i0, x0, sum);
+      _mm_setcsr(csr);
+      store8(R, V, m, n, i0, x0, accumulate, sum, c, ldc);
+    }
+  }
+}
+#endif
+
+int tile_product_runs(void) { return simd_isa() >= SIMD_AVX2; }
+
+void tile_product(enum dtype d, int m, int n, int k, struct operand a, struct operand b, int accumulate, float *c,
+                  int ldc) {
+  FSDP_CHECK(d == DTYPE_BF16 || d == DTYPE_F16);
+#if defined(__x86_64__)
+  if (d == DTYPE_BF16 && simd_isa() >= SIMD_AVX512_BF16) {
+    product_bf16(m, n, k, a, b, accumulate, c, ldc);
+    return;
+  }
+  if (simd_isa() >= SIMD_AVX2) {
+    product_avx2(d, m, n, k, a, b, accumulate, c, ldc);
+    return;
+  }
+#endif
+  fsdp_fatal("tile_product: no vector path on this CPU (tile_product_runs says where there is one)");
 }
