@@ -5,7 +5,8 @@ packages=(build-essential cmake openmpi-bin libopenmpi-dev libdnnl-dev libcjson-
           libpcre2-dev # the tokenizer's pre-tokenizer patterns (Unicode classes, JIT)
           clang libclang-rt-14-dev libomp-dev # scripts/fuzz.sh: clang, libFuzzer and clang's OpenMP
           python3 python3-torch python3-numpy python3-venv fortunes chromium
-          iproute2) # ip and tc: the multi-node testbed (tests/testbed)
+          iproute2 # ip and tc: the multi-node testbed (tests/testbed)
+          qemu-user-static) # other CPUs emulated: tests/portable_binary_test.sh
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

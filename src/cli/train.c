@@ -7,6 +7,7 @@
 #include "fsdp/comm.h"
 #include "fsdp/device.h"
 #include "fsdp/error.h"
+#include "fsdp/nn.h"
 #include "fsdp/log.h"
 #include "fsdp/stream.h"
 #include "fsdp/timer.h"
@@ -37,6 +38,9 @@ static void log_run(const struct trainer *t) {
   fsdp_log_info("fsdp: %d ranks on %s, sharding %s, batch %d x %d per rank x %d micro-batches (%d tokens per step)",
                 t->world_size, device_name(t->device), sharding_strategy_name(t->opt.sharding), t->B, t->T, t->opt.grad_accum,
                 t->B * t->T * t->world_size * t->opt.grad_accum);
+  char isa[64];
+  nn_cpu_isa(isa, sizeof isa);
+  fsdp_log_info("cpu: %s, %d OpenMP threads a rank", isa, nn_num_threads());
   fsdp_log_info("flops: %.1f GFLOP a step (6 N + 12 L C T a token)", t->flops_per_step / 1e9);
   if (t->replicas > 1)
     fsdp_log_info("hsdp: mesh %d x %d: sharded within %d ranks, replicated across %d", t->replicas,
