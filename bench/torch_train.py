@@ -91,7 +91,10 @@ def runtime_info(torch):
     blas = [i for i in (openblas_info(p) for p in libs if "openblas" in os.path.basename(p)) if i]
     return {
         "env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                                              "OMP_WAIT_POLICY", "LD_LIBRARY_PATH")},
+                                              "OMP_WAIT_POLICY", "LD_LIBRARY_PATH", "ATEN_CPU_CAPABILITY",
+                                              "ONEDNN_MAX_CPU_ISA")},
+        # ATen's vector kernels' instruction set (ATEN_CPU_CAPABILITY caps it).
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "torch_num_threads": torch.get_num_threads(),
         "torch_num_interop_threads": torch.get_num_interop_threads(),
         "parallel_backend": next((l.split(":", 1)[1].strip() for l in torch.__config__.parallel_info().splitlines()

@@ -193,31 +193,37 @@ struct widened_a {
   size_t row, step;
 };
 
-AVX2 __attribute__((always_inline)) static inline void block8(int R, int V, int m, int kp, struct widened_a a,
-                                                              const float *b, int cols, int i0, int x0,
-                                                              __m256 sum[12]) {
-  const float *arow[12];
-  for (int r = 0; r < R; r++) arow[r] = a.a + (size_t)(i0 + r < m ? i0 + r : m - 1) * a.row;
-  for (int s = 0; s < R * V; s++) sum[s] = _mm256_setzero_ps();
-  for (int j = 0; j < kp; j += 2)
-    for (int q = j + 1; q >= j; q--) {
-      __m256 bv[2];
-      for (int v = 0; v < V; v++) bv[v] = _mm256_load_ps(b + (size_t)q * cols + x0 + v * VEC8);
-      for (int r = 0; r < R; r++) {
-        __m256 av = _mm256_broadcast_ss(arow[r] + (size_t)q * a.step);
-        for (int v = 0; v < V; v++) sum[r * V + v] = _mm256_fmadd_ps(av, bv[v], sum[r * V + v]);
-      }
-    }
-}
+/* One k-step q of a block: R V fused multiply-adds. */
+#define STEP8(q)                                                                              \
+  do {                                                                                        \
+    __m256 bv[2];                                                                             \
+    for (int v = 0; v < V; v++) bv[v] = _mm256_load_ps(b + (size_t)(q) * cols + x0 + v * VEC8); \
+    for (int r = 0; r < R; r++) {                                                             \
+      __m256 av = _mm256_broadcast_ss(arow[r] + (size_t)(q) * a.step);                        \
+      for (int v = 0; v < V; v++) acc[r * V + v] = _mm256_fmadd_ps(av, bv[v], acc[r * V + v]); \
+    }                                                                                         \
+  } while (0)
 
-AVX2 __attribute__((always_inline)) static inline void store8(int R, int V, int m, int n, int i0, int x0,
-                                                              int accumulate, const __m256 sum[12], float *c,
-                                                              int ldc) {
+/* Rows i0 .. i0 + R - 1 of c by V vectors of columns from x0: the sums in registers under
+ * DAZ and FTZ, then stored (or added to c) under the caller's MXCSR, csr. */
+AVX2 __attribute__((always_inline)) static inline void block8(int R, int V, int m, int n, int kp, struct widened_a a,
+                                                              const float *b, int cols, int i0, int x0,
+                                                              int accumulate, float *c, int ldc, unsigned csr) {
+  const float *arow[12];
+  __m256 acc[12];
+  for (int r = 0; r < R; r++) arow[r] = a.a + (size_t)(i0 + r < m ? i0 + r : m - 1) * a.row;
+  for (int s = 0; s < R * V; s++) acc[s] = _mm256_setzero_ps();
+  _mm_setcsr(csr | MXCSR_DAZ_FTZ);
+  for (int j = 0; j < kp; j += 2) {
+    STEP8(j + 1);
+    STEP8(j);
+  }
+  _mm_setcsr(csr);
   for (int r = 0; r < R && i0 + r < m; r++)
     for (int v = 0; v < V && x0 + v * VEC8 < n; v++) {
       __m256i keep = first8(n - x0 - v * VEC8);
       float *dst = c + (size_t)(i0 + r) * ldc + x0 + v * VEC8;
-      __m256 out = sum[r * V + v];
+      __m256 out = acc[r * V + v];
       if (accumulate) out = _mm256_add_ps(_mm256_maskload_ps(dst, keep), out);
       _mm256_maskstore_ps(dst, keep, out);
     }
@@ -246,18 +252,11 @@ AVX2 static void product_avx2(enum dtype d, int m, int n, int k, struct operand 
     widen_rows(d, wa, (size_t)ka, a.data, a.ld, m, k, ka);
   }
   unsigned csr = _mm_getcsr();
-  __m256 sum[12];
   for (int x0 = 0; x0 < n; x0 += 2 * VEC8) {
-    int V = n - x0 > VEC8 ? 2 : 1, R = V == 2 ? 6 : 12;
-    for (int i0 = 0; i0 < m; i0 += R) {
-      _mm_setcsr(csr | MXCSR_DAZ_FTZ);
-      if (V == 2)
-        block8(6, 2, m, kp, wa_at, wb, cols, i0, x0, sum);
-      else
-        block8(12, 1, m, kp, wa_at, wb, cols, i0, x0, sum);
-      _mm_setcsr(csr);
-      store8(R, V, m, n, i0, x0, accumulate, sum, c, ldc);
-    }
+    if (n - x0 > VEC8)
+      for (int i0 = 0; i0 < m; i0 += 6) block8(6, 2, m, n, kp, wa_at, wb, cols, i0, x0, accumulate, c, ldc, csr);
+    else
+      for (int i0 = 0; i0 < m; i0 += 12) block8(12, 1, m, n, kp, wa_at, wb, cols, i0, x0, accumulate, c, ldc, csr);
   }
 }
 #endif
