@@ -1,8 +1,10 @@
-/* The CPU attention's tile products three ways, on one thread: oneDNN's sgemm on compact
- * fp32 tiles (what src/nn/cpu/attention.c runs, after widening them), OpenMP simd loops
- * (the compiler's AVX-512), and oneDNN's bf16 matmul primitive reading q, k and v where a
- * 16-bit model keeps them (rows 3C = 1152 apart, GPT-2 at C 384; cached, fp32 out), for a
- * 64-row tile's scores q k^T (64 x 64 x hs) and its p v (64 x hs x 64), hs 16 to 128.
+/* The CPU attention's tile products four ways, on one thread: oneDNN's sgemm on compact
+ * fp32 tiles (what src/nn/cpu/attention.c runs in fp32), OpenMP simd loops (the
+ * compiler's vectors), oneDNN's bf16 matmul primitive reading q, k and v where a 16-bit
+ * model keeps them (rows 3C = 1152 apart, GPT-2 at C 384; cached, fp32 out), and
+ * tile_product on the same bf16 operands (what attention.c runs in 16 bits from AVX2
+ * up), for a 64-row tile's scores q k^T (64 x 64 x hs) and its p v (64 x hs x 64), hs 16
+ * to 128.
  * Timed in the thread's CPU time, so that other jobs on the core do not count.
  * usage: attention_tile [REPS]   (prints GFLOP/s of each, three rounds, docs/benchmarks.md) */
 #include <stdio.h>
@@ -11,6 +13,7 @@
 
 #include "fsdp/dtype.h"
 #include "onednn.h"
+#include "tile_product.h"
 
 enum { TILE = 64, LD = 1152 };
 
@@ -72,9 +75,15 @@ int main(int argc, char **argv) {
         onednn_matmul_alone(&scores, q16, k16, NULL, s);
         onednn_matmul_alone(&values, p16, k16, NULL, o);
       }
-      double t3 = cpu_ms(), flop = 4.0 * TILE * TILE * hs * reps;
-      printf("hs %3d  sgemm %6.1f GFLOP/s  loops %6.1f GFLOP/s  bf16 primitive %6.1f GFLOP/s\n", hs,
-             flop / (t1 - t0) / 1e6, flop / (t2 - t1) / 1e6, flop / (t3 - t2) / 1e6);
+      double t3 = cpu_ms();
+      for (int i = 0; tile_product_runs() && i < reps; i++) {
+        tile_product(DTYPE_BF16, TILE, TILE, hs, (struct operand){q16, LD, 0}, (struct operand){k16, LD, 1}, 0, s, TILE);
+        tile_product(DTYPE_BF16, TILE, hs, TILE, (struct operand){p16, TILE, 0}, (struct operand){k16, LD, 0}, 1, o, hs);
+      }
+      double t4 = cpu_ms(), flop = 4.0 * TILE * TILE * hs * reps;
+      printf("hs %3d  sgemm %6.1f GFLOP/s  loops %6.1f GFLOP/s  bf16 primitive %6.1f GFLOP/s  tile_product %6.1f "
+             "GFLOP/s\n", hs, flop / (t1 - t0) / 1e6, flop / (t2 - t1) / 1e6, flop / (t3 - t2) / 1e6,
+             tile_product_runs() ? flop / (t4 - t3) / 1e6 : 0.0);
     }
   free(q), free(k), free(s), free(o), free(q16), free(k16), free(p16);
   return 0;
