@@ -147,6 +147,7 @@ struct step_metrics {
   long minor_faults;         /* this rank's page faults in the step (getrusage) */
   int skipped;               /* fp16: the gradients overflowed and no update was made */
   size_t mem_peak_bytes;     /* the largest peak of any rank */
+  int stop_signal;           /* a signal that asked the job to stop, on any rank (0: none) */
   struct mem_stats mem;      /* this rank's, by category */
   /* This rank's host memory apart from the device's (the pinned sharded state under
    * --offload cpu); all zero when the device is the cpu itself. */

@@ -29,6 +29,9 @@ struct fsdp_overlap {
 /* Defaults: one unit ahead in forward, BACKWARD_PRE, at most 2 units unsharded (FSDP1's defaults). */
 extern const struct fsdp_overlap FSDP_OVERLAP_DEFAULT;
 
+/* The most per-rank values one metric all-reduce carries (fsdp_model_max_across_ranks_n). */
+enum { FSDP_METRICS_MAX = 4 };
+
 struct fsdp_model {
   struct device *device;
   int world_size;           /* ranks the parameters are sharded over: the shard group's under HSDP */
@@ -43,8 +46,9 @@ struct fsdp_model {
   int requires_grad_sync;
   struct fsdp_unit *latest_reduced; /* the unit whose reduction was launched last in this backward */
   /* On the device, for the model-wide all-reduces: NCCL reduces device memory only.
-   * scalar[0] carries the metrics, scalar[1] the gradients' sum of squares over every
-   * rank, and the float at scalar + 2 the scale of the next AdamW step's gradients. */
+   * scalar[0 .. FSDP_METRICS_MAX) carries the metrics, scalar[FSDP_METRICS_MAX] the
+   * gradients' sum of squares over every rank, and the float after it the scale of the
+   * next AdamW step's gradients. */
   double *scalar;
   /* The same two under CPU offload, where AdamW runs on the host. */
   double host_grad_squares;
@@ -216,6 +220,9 @@ float lr_at(const struct lr_schedule *s, int step);
  * included (on the comm streams, so that the compute thread makes no MPI call). */
 double fsdp_model_mean_across_ranks(struct fsdp_model *m, double value);
 double fsdp_model_max_across_ranks(struct fsdp_model *m, double value);
+/* The maxima of n per-rank values (n <= FSDP_METRICS_MAX) in one all-reduce, in place:
+ * a flag that every rank must see rides on a metric at no extra collective. */
+void fsdp_model_max_across_ranks_n(struct fsdp_model *m, double *values, int n);
 
 /* Milliseconds, since the last call, that the all-gather, reduce-scatter and (HSDP)
  * replicate streams were busy, and that the compute stream was blocked waiting on them. */

@@ -96,6 +96,10 @@ int checkpointing_begin(struct checkpointing *c, struct trainer *t);
 void checkpointing_after_step(struct checkpointing *c, struct trainer *t, int step);
 /* After the last step: waits for the checkpoint being written and completes it. Collective. */
 void checkpointing_end(struct checkpointing *c, struct trainer *t);
+/* A stop a signal asked for (stop_signal.h), after step: a checkpoint of that step is
+ * written (unless it is being written already) and completed, waiting for any earlier
+ * one first. Returns 1 once it is complete, 0 without --checkpoint-dir. Collective. */
+int checkpointing_stop(struct checkpointing *c, struct trainer *t, int step);
 /* Fills m's parameters (and AdamW moments) from the checkpoint at step_dir, its files
  * checked first. Collective over m's group. */
 void checkpoint_load_weights(const char *step_dir, struct fsdp_model *m);

@@ -225,6 +225,16 @@ void checkpointing_after_step(struct checkpointing *c, struct trainer *t, int st
   start(c, t, step);
 }
 
+int checkpointing_stop(struct checkpointing *c, struct trainer *t, int step) {
+  if (!c->dir) return 0;
+  if (!c->writer || c->pending.step != step) {
+    if (c->writer) complete(c, t);
+    start(c, t, step);
+  }
+  complete(c, t);
+  return 1;
+}
+
 void checkpointing_end(struct checkpointing *c, struct trainer *t) {
   if (c->writer) complete(c, t);
   ckpt_snapshot_free(&c->snapshot);

@@ -15,6 +15,7 @@
 #include "checkpoint.h"
 #include "mfu.h"
 #include "model_source.h"
+#include "stop_signal.h"
 #include "trainer.h"
 
 /* Validation batches are drawn from their own index range so they never
@@ -246,7 +247,12 @@ void trainer_step(struct trainer *t, int step, struct step_metrics *m) {
   device_memory_stats(t->device, &m->mem);
   host_memory_stats(t, &m->host_mem);
   m->loss = fsdp_model_mean_across_ranks(&t->fsdp, loss);
-  m->mem_peak_bytes = (size_t)fsdp_model_max_across_ranks(&t->fsdp, (double)m->mem.total_peak);
+  /* A stop signal on any rank rides on the peak's all-reduce: every rank learns of it
+   * after the same step, with no collective of its own. */
+  double maxima[2] = {(double)m->mem.total_peak, t->planning ? 0.0 : (double)stop_signal_received()};
+  fsdp_model_max_across_ranks_n(&t->fsdp, maxima, 2);
+  m->mem_peak_bytes = (size_t)maxima[0];
+  m->stop_signal = (int)maxima[1];
   m->comm_ms = comm.all_gather_ms + comm.reduce_scatter_ms + comm.replicate_ms;
   m->replicate_ms = comm.replicate_ms;
   m->all_gather_ms = comm.all_gather_ms;
@@ -285,7 +291,28 @@ void trainer_teardown(struct trainer *t) {
   if (!t->planning) token_data_free(&t->data);
 }
 
+/* After a step that a signal asked to be the last: its checkpoint, and the exit status
+ * that says whether one was saved (stop_signal.h). */
+static int stop(struct checkpointing *c, struct trainer *t, int step, int sig) {
+  const char *name = stop_signal_name(sig);
+  if (checkpointing_stop(c, t, step)) {
+    fsdp_log_info("stopped by %s after step %d of %d: checkpoint step %d is complete, --resume auto continues from "
+                  "it (exit status %d)",
+                  name, step, t->opt.steps, step, FSDP_EXIT_STOPPED);
+    return FSDP_EXIT_STOPPED;
+  }
+  if (t->rank == 0) {
+    fprintf(stderr, "fsdp: stopped by %s after step %d of %d: nothing could be saved (no --checkpoint-dir); exit "
+            "status %d\n", name, step, t->opt.steps, 128 + sig);
+    fflush(stderr);
+  }
+  return 128 + sig;
+}
+
 int fsdp_train_main(int argc, char **argv) {
+  /* Before MPI starts, so that a signal in the setup is not lost: it stops the job after
+   * its first step. */
+  stop_signal_install();
   comm_init(&argc, &argv);
   struct train_options o;
   if (train_options_parse(OPTIONS_TRAIN, &o, argc, argv)) {
@@ -304,6 +331,7 @@ int fsdp_train_main(int argc, char **argv) {
   struct checkpointing checkpoints;
   int done = checkpointing_begin(&checkpoints, &t);
   t.log = rank == 0 ? metrics_open_log(o.log_path, done > 0) : NULL;
+  int status = 0;
   for (int step = done + 1; step <= t.opt.steps; step++) {
     struct step_metrics m;
     if (t.opt.trace_path && step == t.opt.trace_first) start_trace(&t);
@@ -318,10 +346,17 @@ int fsdp_train_main(int argc, char **argv) {
       if (m.host_mem.total_peak) metrics_print_memory("of the host (pinned) in the first step", &m.host_mem, 1);
     }
     checkpointing_after_step(&checkpoints, &t, step);
+    /* After the last step there is nothing left to stop: the run ends as it would have. */
+    if (m.stop_signal && step < t.opt.steps) {
+      status = stop(&checkpoints, &t, step, m.stop_signal);
+      break;
+    }
   }
   checkpointing_end(&checkpoints, &t);
   trainer_teardown(&t);
   device_close(device);
+  /* Its barrier keeps every rank here until rank 0's metadata is durable: mpirun ends the
+   * job's other processes once one exits with a status other than 0. */
   comm_finalize();
-  return 0;
+  return status;
 }

@@ -41,7 +41,7 @@ void fsdp_model_init_hybrid(struct fsdp_model *m, struct device *device, struct 
   fsdp_streams_init(&m->streams, device, group, replicate);
   m->streams.blocking = m->overlap.blocking;
   m->collective_done = event_create(device);
-  m->scalar = device_alloc(device, 3 * sizeof(double), MEM_OTHER, m->streams.compute);
+  m->scalar = device_alloc(device, (FSDP_METRICS_MAX + 2) * sizeof(double), MEM_OTHER, m->streams.compute);
   m->grad_scale = TENSOR_NONE;
 }
 
@@ -102,30 +102,31 @@ static struct tensor shard_of(const struct fsdp_unit *u, float *buffer) {
 }
 
 /* On comm stream `on` over group g, after the compute stream's work so far, and waited
- * for. value is in the device's memory (m->scalar). */
-static void all_reduce_on(struct fsdp_model *m, struct stream *on, struct comm_group *g, double *value,
+ * for. values (n) are in the device's memory (m->scalar). */
+static void all_reduce_on(struct fsdp_model *m, struct stream *on, struct comm_group *g, double *values, int n,
                           enum comm_reduce_op op, const char *label) {
   struct fsdp_streams *s = &m->streams;
   event_record(m->collective_done, s->compute);
   stream_wait_event(on, m->collective_done);
-  comm_all_reduce_async(g, on, label, value, 1, COMM_F64, op);
+  comm_all_reduce_async(g, on, label, values, (size_t)n, COMM_F64, op);
   event_record(m->collective_done, on);
   fsdp_streams_wait(s, m->collective_done, label);
 }
 
 /* Over the shard group (on the reduce-scatter stream). */
-static void all_reduce_now(struct fsdp_model *m, double *value, enum comm_reduce_op op, const char *label) {
-  all_reduce_on(m, m->streams.reduce_scatter, m->streams.reduce_scatter_group, value, op, label);
+static void all_reduce_now(struct fsdp_model *m, double *values, int n, enum comm_reduce_op op, const char *label) {
+  all_reduce_on(m, m->streams.reduce_scatter, m->streams.reduce_scatter_group, values, n, op, label);
 }
 
 /* Over every rank: the shard group, then across the replicas (an average of the
  * groups' averages is the average over all, the groups being the same size). */
-static void all_reduce_everywhere(struct fsdp_model *m, double *value, enum comm_reduce_op op, const char *label) {
-  all_reduce_now(m, value, op, label);
-  if (m->streams.replicate) all_reduce_on(m, m->streams.replicate, m->streams.replicate_group, value, op, label);
+static void all_reduce_everywhere(struct fsdp_model *m, double *values, int n, enum comm_reduce_op op,
+                                  const char *label) {
+  all_reduce_now(m, values, n, op, label);
+  if (m->streams.replicate) all_reduce_on(m, m->streams.replicate, m->streams.replicate_group, values, n, op, label);
 }
 
-static double *grad_squares(struct fsdp_model *m) { return m->scalar + 1; }
+static double *grad_squares(struct fsdp_model *m) { return m->scalar + FSDP_METRICS_MAX; }
 
 /* Padding is zero in every gradient shard, so a whole shard's sum of squares is that of
  * the elements this rank owns; summed over the shard group, every element counts once
@@ -142,7 +143,7 @@ void fsdp_model_measure_grad_norm(struct fsdp_model *m) {
     nn_sum_squares(&home, tensor_1d(partial, DTYPE_F64, 1), shard_of(m->units[i], m->units[i]->grad_shard));
   if (m->streams.host) device_copy_to_device(c.stream, grad_squares(m), partial, sizeof(double));
   /* Replicated gradients are already whole on every rank. */
-  if (m->strategy != SHARD_NONE) all_reduce_now(m, grad_squares(m), COMM_SUM, "all-reduce grad norm");
+  if (m->strategy != SHARD_NONE) all_reduce_now(m, grad_squares(m), 1, COMM_SUM, "all-reduce grad norm");
 }
 
 double fsdp_model_measured_grad_norm(struct fsdp_model *m) {
@@ -163,7 +164,7 @@ void fsdp_model_clip_grad_norm(struct fsdp_model *m, double max_norm, float unsc
   if (max_norm <= 0.0 && unscale == 1.0f) return;
   struct nn_ctx home = home_ctx(m);
   double *squares = grad_squares(m);
-  float *scale = (float *)(m->scalar + 2);
+  float *scale = (float *)(grad_squares(m) + 1);
   if (m->streams.host) { /* the host's AdamW takes a scale in host memory */
     squares = &m->host_grad_squares;
     scale = &m->host_grad_scale;
@@ -223,22 +224,28 @@ void fsdp_model_adamw_step(struct fsdp_model *m, const struct adamw_config *cfg,
   if (trace_enabled()) trace_span(trace_track(stream_name(m->streams.compute)), "optimizer", begin, trace_now_us());
 }
 
-/* value through the device scalar, reduced over every rank. */
-static double reduce_metric(struct fsdp_model *m, double value, enum comm_reduce_op op, const char *label) {
+/* values (n) through the device's metric slots, reduced over every rank in place. */
+static void reduce_metrics(struct fsdp_model *m, double *values, int n, enum comm_reduce_op op, const char *label) {
+  FSDP_CHECK(n >= 1 && n <= FSDP_METRICS_MAX);
   struct stream *s = m->streams.compute;
-  device_copy_to_device(s, m->scalar, &value, sizeof value);
-  all_reduce_everywhere(m, m->scalar, op, label);
-  device_copy_to_host(s, &value, m->scalar, sizeof value);
+  device_copy_to_device(s, m->scalar, values, (size_t)n * sizeof *values);
+  all_reduce_everywhere(m, m->scalar, n, op, label);
+  device_copy_to_host(s, values, m->scalar, (size_t)n * sizeof *values);
   stream_synchronize(s);
-  return value;
 }
 
 double fsdp_model_mean_across_ranks(struct fsdp_model *m, double value) {
-  return reduce_metric(m, value, COMM_AVG, "all-reduce mean");
+  reduce_metrics(m, &value, 1, COMM_AVG, "all-reduce mean");
+  return value;
 }
 
 double fsdp_model_max_across_ranks(struct fsdp_model *m, double value) {
-  return reduce_metric(m, value, COMM_MAX, "all-reduce max");
+  reduce_metrics(m, &value, 1, COMM_MAX, "all-reduce max");
+  return value;
+}
+
+void fsdp_model_max_across_ranks_n(struct fsdp_model *m, double *values, int n) {
+  reduce_metrics(m, values, n, COMM_MAX, "all-reduce max");
 }
 
 void fsdp_model_take_comm_times(struct fsdp_model *m, struct fsdp_comm_times *out) {
