@@ -2,7 +2,8 @@
 # A damaged or mismatched checkpoint is refused with a message naming the file (or the
 # flag) and a non-zero exit, never loaded: a truncated shard file, a flipped byte, a
 # missing file, no metadata (an interrupted write), bad metadata, another model, a flag
-# that shapes training changed. --resume auto skips and removes incomplete checkpoints,
+# that shapes training changed, another data set (unless --data-changed accept), a
+# checkpoint from before data positions (the same). --resume auto skips and removes incomplete checkpoints,
 # starts fresh (saying so) where there is none, and --keep-last keeps the newest.
 # Usage: checkpoint_errors_test.sh path/to/fsdp PYTHON SOURCE_DIR MPIRUN...
 . "$(dirname "$0")/train_test_setup.sh"
@@ -12,7 +13,7 @@ failed=0
 
 run() {  # run ARGS...: fsdp train on 2 ranks; output in $tmp/out.txt, status in $rc
   timeout 120 $MPIRUN -np 2 "$FSDP" train --model gpt2-tiny --n-layer 2 --n-embd 64 --n-head 2 --seq-len 32 \
-    --global-batch-size 4 --steps 6 --lr 2e-3 --warmup 1 --data "$tmp/corpus.txt" "$@" > "$tmp/out.txt" 2>&1
+    --global-batch-size 4 --steps 6 --lr 2e-3 --warmup 1 --data "${DATA:-$tmp/corpus.txt}" "$@" > "$tmp/out.txt" 2>&1
   rc=$?
 }
 
@@ -77,6 +78,35 @@ expect_error other-preset "is of another model: --model gpt2-tiny there, llama3-
   --ffn-hidden 64 --vocab-size 256
 expect_error changed-lr "--lr: 0.001 here, but the checkpoint '$tmp/good/step-00000004/metadata.json' was trained with 0.002" \
   --resume "$tmp/good/step-00000004" --lr 1e-3
+# Another data set: its shards' names or token counts differ.
+head -c 200000 "$tmp/corpus.txt" > "$tmp/shorter.txt"
+DATA=$tmp/shorter.txt
+expect_error other-data "--data: checkpoint '$tmp/good/step-00000004/metadata.json' was trained on another data set: its shard 1 is 'corpus.txt' of 262144 tokens, this run's 'shorter.txt' of 200000 (--data-changed accept" \
+  --resume "$tmp/good/step-00000004"
+run --resume "$tmp/good/step-00000004" --data-changed accept
+if [ "$rc" -eq 0 ] && grep -q "resume: another data set than the checkpoint's (its shard 1 is 'corpus.txt'" "$tmp/out.txt" &&
+  grep -q "resume: data from epoch 0, window 16 of its 5624" "$tmp/out.txt" && grep -q '^step     5/6' "$tmp/out.txt"; then
+  echo "ok   other-data accepted"
+else
+  fail "other-data accepted: exit $rc"
+fi
+unset DATA
+# A checkpoint from before data positions were kept (its batches were drawn at random).
+c=$(fresh old-format)
+"$PYTHON" - "$c/metadata.json" <<'PY'
+import json, sys
+meta = json.load(open(sys.argv[1]))
+del meta["data"], meta["state"]["data_position"]
+json.dump(meta, open(sys.argv[1], "w"))
+PY
+expect_error old-format "--data: checkpoint '$c/metadata.json' was written before checkpoints kept their data set" \
+  --resume "$c"
+run --resume "$c" --data-changed accept
+if [ "$rc" -eq 0 ] && grep -q "resume: data from epoch 0, window 16 of its 7372" "$tmp/out.txt"; then
+  echo "ok   old-format accepted"
+else
+  fail "old-format accepted: exit $rc"
+fi
 expect_error steps-at-checkpoint "--steps 4: the checkpoint '$tmp/good/step-00000004' is at step 4" \
   --resume "$tmp/good/step-00000004" --steps 4
 expect_error auto-without-dir "--resume auto: needs --checkpoint-dir" --resume auto

@@ -55,9 +55,28 @@ expect_error "short llm.c file" "too short" --data "$tmp/short.bin"
 expect_error "llm.c count mismatch" "header says 11 tokens" --data "$tmp/count.bin"
 expect_error "wrong llm.c magic" "magic 12345" --data "$tmp/magic.bin" --data-format llmc
 expect_error "odd nanoGPT size" "odd size" --data "$tmp/odd.bin"
-expect_error "token beyond vocab" "token id 200 at position 2" --data "$tmp/wide.txt" --vocab-size 100
+# Ids are checked as a batch reads its windows: the file, the byte offset, the id.
+expect_error "token beyond vocab" "token file '$tmp/wide.txt': token id 200 at byte offset 2 is outside the vocabulary (vocab size 100)" \
+  --data "$tmp/wide.txt" --vocab-size 100 --seq-len 2 --val-fraction 0
 expect_error "too little data" "too little data" --data "$tmp/small.bin" --vocab-size 256 --seq-len 32 \
   --val-fraction 0
+expect_error "--data twice" "--data is given twice ('$tmp/small.bin', then '$tmp/odd.bin'): give several files" \
+  --data "$tmp/small.bin" --data "$tmp/odd.bin"
+expect_error "a glob matching nothing" "--data: '$tmp/none_*.bin' matches no file" --data "$tmp/none_*.bin"
+expect_error "shards of two widths" "holds 1-byte tokens (text), but '$tmp/small.bin' holds 2-byte ones" \
+  --data "$tmp/small.bin,$tmp/wide.txt"
+expect_error "a bad shard among good ones" "token file '$tmp/count.bin': the llm.c header says 11 tokens" \
+  --data "$tmp/small.bin,$tmp/count.bin"
+expect_error "--val-data and --val-fraction" "--val-fraction 0.2 and --val-data: validation comes from one of them" \
+  --data "$tmp/small.bin" --val-data "$tmp/small.bin" --val-fraction 0.2
+expect_error "a bad --val-data" "token file '$tmp/odd.bin' has an odd size" --data "$tmp/small.bin" \
+  --val-data "$tmp/odd.bin" --seq-len 2
+expect_error "unknown --data-io" "--data-io: unknown way 'aio' (known: pread, mmap)" --data "$tmp/small.bin" \
+  --data-io aio
+expect_error "unknown --data-changed" "--data-changed: unknown choice 'yes' (known: refuse, accept)" \
+  --data "$tmp/small.bin" --data-changed yes
+expect_error "too few validation windows" "--val-batches 4: 4 global batches of 8 windows need 32 windows" \
+  --data "$tmp/small.bin" --val-data "$tmp/small.bin" --seq-len 2 --val-every 1
 expect_error "unknown flag" "unknown flag '--foo'" --data "$tmp/small.bin" --foo 1
 expect_error "positional argument" "unexpected argument 'extra'" --data "$tmp/small.bin" extra
 expect_error "malformed --lr" "--lr: 'abc' is not a number" --data "$tmp/small.bin" --lr abc

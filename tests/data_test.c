@@ -1,13 +1,17 @@
 /* Token data: loading each format (llm.c's GPT-2 uint16 and Llama 3 uint32 headers among
- * them) at its own width, auto detection, the train/validation split,
- * batches that do not depend on how their sequences are divided among ranks,
- * and the messages of bad files (each in a child process, since they end it). */
+ * them) at its own width, auto detection; the order of windows (every window once an
+ * epoch, shuffled within a shard); shards named by files, globs and folders, streamed
+ * through pread and mmap: global batches that do not depend on how their rows are divided
+ * among ranks, epochs, the validation windows, a resumed loader's batches; and the
+ * messages of bad files and ids (each in a child process, since they end it). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "check.h"
 #include "child_stderr.h"
+#include "data_set.h"
 #include "fsdp/cli.h"
 #include "temp_files.h"
 
@@ -120,132 +124,280 @@ static void test_llmc_llama3(void) {
   struct token_data d;
   token_data_load(&d, write_llmc_wide("llama3.bin", 20240801, 7, 7, tokens, 7, 4), "auto", 128256);
   expect_tokens32(&d, TOKENS_LLMC, 4, tokens, 7, "llama 3, auto");
-  struct token_split train, val;
-  token_data_split(&d, 0.0f, 4, &train, &val);
-  int in[4], tg[4];
-  token_split_batch(&train, 1, 0, 0, 1, 4, in, tg);
-  int start = -1;
-  for (int i = 0; i < 3; i++)
-    if ((uint32_t)in[0] == tokens[i]) start = i;
-  EXPECT(start >= 0, "llama 3: a batch starts at %d, no token of the file", in[0]);
-  for (int t = 0; start >= 0 && t < 4; t++)
-    EXPECT((uint32_t)in[t] == tokens[start + t] && (uint32_t)tg[t] == tokens[start + t + 1],
-           "llama 3: batch position %d is %d -> %d", t, in[t], tg[t]);
   token_data_free(&d);
   token_data_load(&d, write_llmc_wide("llama3.dat", 20240801, 7, 7, tokens, 7, 4), "llmc", 128256);
   expect_tokens32(&d, TOKENS_LLMC, 4, tokens, 7, "llama 3, explicit");
   token_data_free(&d);
 }
 
-/* A nanoGPT file whose token i is i, so that a token's value is its position. */
-static void load_counting(struct token_data *d, size_t n) {
+/* ---- the order of windows ---- */
+
+/* data_permute is a bijection of [0, n) for every n, and another seed another one. */
+static void test_permute(void) {
+  const uint64_t sizes[] = {1, 2, 3, 4, 5, 7, 16, 100, 1000, 4097};
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    uint64_t n = sizes[k];
+    unsigned char *seen = calloc(n, 1);
+    int same_as_other_seed = 0, fixed = 0;
+    for (uint64_t i = 0; i < n; i++) {
+      uint64_t x = data_permute(42, 7, n, i);
+      EXPECT(x < n, "permute(%llu): %llu -> %llu", (unsigned long long)n, (unsigned long long)i,
+             (unsigned long long)x);
+      if (x < n) seen[x]++;
+      same_as_other_seed += x == data_permute(43, 7, n, i);
+      fixed += x == i;
+    }
+    for (uint64_t i = 0; i < n; i++)
+      EXPECT(seen[i] == 1, "permute(%llu): %llu taken %d times", (unsigned long long)n, (unsigned long long)i,
+             seen[i]);
+    if (n >= 100)
+      EXPECT(same_as_other_seed < (int)(n / 10) && fixed < (int)(n / 10),
+             "permute(%llu): %d places as another seed's, %d fixed: not shuffled", (unsigned long long)n,
+             same_as_other_seed, fixed);
+    free(seen);
+  }
+}
+
+/* An epoch visits every window of every range once, shuffled, the next epoch in another
+ * order; unshuffled, in order. */
+static void test_order(void) {
+  const size_t windows[] = {5, 0, 17, 1, 9};
+  enum { N_RANGES = 5, E = 32 };
+  struct data_order o;
+  struct token_range *ranges = calloc(N_RANGES, sizeof *ranges);
+  for (int i = 0; i < N_RANGES; i++) ranges[i] = (struct token_range){i, 0, windows[i] * 4 + 1, windows[i]};
+  data_order_init(&o, ranges, N_RANGES, 4, 99, 1);
+  EXPECT(o.windows_per_epoch == E, "%llu windows an epoch, want %d", (unsigned long long)o.windows_per_epoch, E);
+  int first_range[2] = {-1, -1}, differs = 0;
+  struct window_place epoch0[E];
+  for (int e = 0; e < 2; e++) {
+    int seen[N_RANGES][17] = {{0}};
+    for (int u = 0; u < E; u++) {
+      struct window_place p = data_order_place(&o, (uint64_t)(e * E + u));
+      EXPECT(p.epoch == (uint64_t)e && p.range >= 0 && p.range < N_RANGES && p.window < windows[p.range],
+             "window %d: epoch %llu, range %d, window %zu", e * E + u, (unsigned long long)p.epoch, p.range, p.window);
+      if (p.range < 0 || p.range >= N_RANGES || p.window >= windows[p.range]) continue;
+      seen[p.range][p.window]++;
+      if (u == 0) first_range[e] = p.range;
+      if (e == 0) epoch0[u] = p;
+      if (e == 1) differs += epoch0[u].range != p.range || epoch0[u].window != p.window;
+    }
+    for (int r = 0; r < N_RANGES; r++)
+      for (size_t w = 0; w < windows[r]; w++)
+        EXPECT(seen[r][w] == 1, "epoch %d: range %d window %zu read %d times", e, r, w, seen[r][w]);
+  }
+  EXPECT(differs > E / 2, "epochs 0 and 1 share %d of %d places", E - differs, E);
+  (void)first_range;
+  /* Windows of a range come together: the shuffle is within a range, as llm.c's within a shard. */
+  int switches = 0;
+  for (int u = 1; u < E; u++) switches += epoch0[u].range != epoch0[u - 1].range;
+  EXPECT(switches == 3, "epoch 0 switches ranges %d times, want 3 (4 ranges with windows)", switches);
+  data_order_free(&o);
+
+  ranges = calloc(N_RANGES, sizeof *ranges);
+  for (int i = 0; i < N_RANGES; i++) ranges[i] = (struct token_range){i, 0, windows[i] * 4 + 1, windows[i]};
+  data_order_init(&o, ranges, N_RANGES, 4, 99, 0);
+  int u = 0;
+  for (int r = 0; r < N_RANGES; r++)
+    for (size_t w = 0; w < windows[r]; w++, u++) {
+      struct window_place p = data_order_place(&o, (uint64_t)(E + u));
+      EXPECT(p.epoch == 1 && p.range == r && p.window == w, "unshuffled window %d: range %d window %zu", u, p.range,
+             p.window);
+    }
+  data_order_free(&o);
+}
+
+/* ---- shards: --data's files, globs and folders, streamed ---- */
+
+/* A nanoGPT shard whose token i is base + i. */
+static const char *write_counting(const char *name, size_t n, uint16_t base) {
   uint16_t *tokens = malloc(n * sizeof *tokens);
-  for (size_t i = 0; i < n; i++) tokens[i] = (uint16_t)i;
-  char name[64];
-  snprintf(name, sizeof name, "count%zu.bin", n);
-  token_data_load(d, write_nanogpt(name, tokens, n), "auto", 65536);
+  for (size_t i = 0; i < n; i++) tokens[i] = (uint16_t)(base + i);
+  const char *path = write_nanogpt(name, tokens, n);
   free(tokens);
+  return path;
 }
 
-static void test_split(void) {
-  struct token_data d;
-  load_counting(&d, 1000);
-  struct token_split train, val;
-  token_data_split(&d, 0.25f, 16, &train, &val);
-  EXPECT(train.n_tokens == 750 && val.n_tokens == 250, "split 0.25: %zu + %zu", train.n_tokens, val.n_tokens);
-  EXPECT(train.tokens == d.tokens && val.tokens == (const uint16_t *)d.tokens + 750,
-         "split 0.25: the validation split is the tail");
-  token_data_split(&d, 0.7f, 16, &train, &val);
-  EXPECT(train.n_tokens == 300 && val.n_tokens == 700, "split 0.7: %zu + %zu", train.n_tokens, val.n_tokens);
-  token_data_split(&d, 0.0f, 16, &train, &val);
-  EXPECT(train.n_tokens == 1000 && val.n_tokens == 0, "split 0: %zu + %zu", train.n_tokens, val.n_tokens);
-  token_data_free(&d);
+static char shard_dir[TEMP_FILES_PATH_BYTES];
+
+/* shards/s0.bin .. s2.bin of 100, 50 and 80 tokens counting from 0, 1000 and 2000, and
+ * other.txt beside them. */
+static void write_shards(void) {
+  snprintf(shard_dir, sizeof shard_dir, "%s", temp_file_path("shards"));
+  if (mkdir(shard_dir, 0700) != 0) exit(2);
+  write_counting("shards/s1.bin", 50, 1000);
+  write_counting("shards/s0.bin", 100, 0);
+  write_counting("shards/s2.bin", 80, 2000);
+  temp_file_write("shards/other.txt", "text", 4);
 }
 
-enum { T = 16, B = 6 };
-
-/* Reads batch_index as the consecutive ranges [bounds[i], bounds[i + 1]). */
-static void read_in_parts(const struct token_split *s, uint64_t batch_index, const int *bounds, int n_parts,
-                          int *inputs, int *targets) {
-  for (int p = 0; p < n_parts; p++)
-    token_split_batch(s, 1234, batch_index, bounds[p], bounds[p + 1] - bounds[p], T, inputs + bounds[p] * T,
-                      targets + bounds[p] * T);
+static void expect_shards(const char *spec, const char *const *names, int n, const char *what) {
+  struct data_set s;
+  data_set_open(&s, "--data", spec, "auto", NULL, 65536);
+  EXPECT(s.n_shards == n, "%s: %d shards, want %d", what, s.n_shards, n);
+  for (int i = 0; i < n && i < s.n_shards; i++)
+    EXPECT(strcmp(s.shards[i].name, names[i]) == 0, "%s: shard %d is %s, want %s", what, i, s.shards[i].name,
+           names[i]);
+  data_set_free(&s);
 }
 
-/* With token i == i, a sequence is a window of the split when it counts up from its start. */
-static void expect_windows(const struct token_split *s, const int *inputs, const int *targets, const char *what) {
-  int base = (int)token_at(s->tokens, s->width, 0);
-  for (int j = 0; j < B; j++) {
-    const int *in = inputs + j * T, *tg = targets + j * T;
-    EXPECT(in[0] >= base && (size_t)(in[0] - base) + T < s->n_tokens, "%s: sequence %d starts at %d, outside", what,
-           j, in[0]);
-    for (int t = 0; t < T; t++) {
-      EXPECT(in[t] == in[0] + t, "%s: sequence %d is not contiguous at %d", what, j, t);
-      EXPECT(tg[t] == in[t] + 1, "%s: sequence %d: target %d is not the next token", what, j, t);
+static void test_data_set(void) {
+  const char *all[] = {"s0.bin", "s1.bin", "s2.bin"}, *two[] = {"s2.bin", "s0.bin"};
+  char spec[1024];
+  expect_shards(shard_dir, all, 3, "a folder");
+  snprintf(spec, sizeof spec, "%s/s*.bin", shard_dir);
+  expect_shards(spec, all, 3, "a glob");
+  snprintf(spec, sizeof spec, "%s/s2.bin,%s/s0.bin", shard_dir, shard_dir);
+  expect_shards(spec, two, 2, "a list keeps its order");
+  struct data_set s;
+  snprintf(spec, sizeof spec, "%s/s[01].bin", shard_dir);
+  data_set_open(&s, "--data", spec, "auto", NULL, 65536);
+  EXPECT(s.n_tokens == 150 && s.width == 2 && s.shards[0].layout.format == TOKENS_NANOGPT,
+         "s[01]: %zu tokens of width %d", s.n_tokens, s.width);
+  data_set_free(&s);
+}
+
+/* A loader over the shards as `fsdp train --data SPEC --val-fraction F` builds it. */
+static void open_loader(struct data_loader *l, const char *spec, const char *val_spec, float val_fraction, int T,
+                        int G, int val_batches, const char *io) {
+  struct train_options o;
+  memset(&o, 0, sizeof o);
+  o.data = spec;
+  o.val_data = val_spec;
+  o.data_format = "auto";
+  o.data_io = io;
+  o.val_fraction = val_fraction;
+  o.val_every = val_batches ? 1 : 0;
+  o.val_batches = val_batches ? val_batches : 1;
+  o.seed = 1234;
+  o.config.vocab_size = 65536;
+  data_loader_open(l, &o, T, G);
+}
+
+/* With token i of shard k equal to its base + i, a row is a window when it counts up
+ * (from a multiple of T of its shard, when aligned), its targets one ahead. Returns the
+ * row's first token. */
+static int expect_window(const int *in, const int *tg, int T, const char *what, int row, int aligned) {
+  int ok = !aligned || in[0] % 1000 % T == 0;
+  for (int t = 0; t < T; t++) ok &= in[t] == in[0] + t && tg[t] == in[t] + 1;
+  EXPECT(ok, "%s: row %d (from %d) is no window", what, row, in[0]);
+  return in[0];
+}
+
+enum { LT = 8, LG = 6 };
+
+static void test_loader(const char *io) {
+  char spec[512];
+  snprintf(spec, sizeof spec, "%s/s*.bin", shard_dir);
+  struct data_loader l;
+  open_loader(&l, spec, NULL, 0.0f, LT, LG, 0, io);
+  /* s0: (100-1)/8 = 12 windows, s1: 6, s2: 9. */
+  uint64_t E = l.train.order.windows_per_epoch;
+  EXPECT(E == 27, "%s: %llu windows an epoch, want 27", io, (unsigned long long)E);
+  int in[LG * LT], tg[LG * LT], part_in[LG * LT], part_tg[LG * LT];
+  /* Every window once an epoch, over 9 global batches of 6 (two epochs). */
+  int seen[2][3000] = {{0}};
+  for (uint64_t b = 0; b < 9; b++) {
+    data_loader_train_batch(&l, b, 0, LG, in, tg);
+    /* The same rows read in parts, as ranks and micro-batches read them. */
+    data_loader_train_batch(&l, b, 0, 2, part_in, part_tg);
+    data_loader_train_batch(&l, b, 2, 3, part_in + 2 * LT, part_tg + 2 * LT);
+    data_loader_train_batch(&l, b, 5, 1, part_in + 5 * LT, part_tg + 5 * LT);
+    EXPECT(memcmp(in, part_in, sizeof in) == 0 && memcmp(tg, part_tg, sizeof tg) == 0,
+           "%s: batch %llu read in parts differs", io, (unsigned long long)b);
+    for (int j = 0; j < LG; j++) {
+      int first = expect_window(in + j * LT, tg + j * LT, LT, io, j, 1);
+      uint64_t u = b * LG + (uint64_t)j;
+      if (first >= 0 && first < 3000) seen[u / E][first]++;
+    }
+    EXPECT(data_loader_epoch(&l, b) == b * LG / E, "%s: batch %llu in epoch %llu", io, (unsigned long long)b,
+           (unsigned long long)data_loader_epoch(&l, b));
+  }
+  int complete = 1;
+  for (int e = 0; e < 2; e++)
+    for (int k = 0; k < 3; k++)
+      for (int w = 0; w < (k == 0 ? 12 : k == 1 ? 6 : 9); w++) complete &= seen[e][k * 1000 + w * LT] == 1;
+  EXPECT(complete, "%s: an epoch does not read every window once", io);
+
+  /* A resumed run: batch 7 seeks to where batch 7 starts, and reads it again. */
+  struct data_position p = data_loader_position(&l, 7);
+  EXPECT(p.epoch == 1 && p.epoch_window == 7 * LG - E, "%s: batch 7 at epoch %llu window %llu", io,
+         (unsigned long long)p.epoch, (unsigned long long)p.epoch_window);
+  data_loader_train_batch(&l, 7, 0, LG, in, tg);
+  struct data_loader resumed;
+  open_loader(&resumed, spec, NULL, 0.0f, LT, LG, 0, io);
+  data_loader_seek(&resumed, 7, p);
+  data_loader_train_batch(&resumed, 7, 0, LG, part_in, part_tg);
+  EXPECT(memcmp(in, part_in, sizeof in) == 0, "%s: the resumed loader reads another batch 7", io);
+  data_loader_free(&resumed);
+  data_loader_free(&l);
+
+  /* --val-fraction over the shards in order: the last 0.2 of 230 tokens, 46, are s2's
+   * last; its windows step from the split, token 34 of s2. */
+  open_loader(&l, spec, NULL, 0.2f, LT, 2, 2, io);
+  EXPECT(l.val_windows == 5, "%s: %zu validation windows, want 5 (45 tokens)", io, l.val_windows);
+  for (uint64_t b = 0; b < 2; b++) {
+    data_loader_val_batch(&l, b, 0, 2, in, tg);
+    for (int j = 0; j < 2; j++) {
+      expect_window(in + j * LT, tg + j * LT, LT, "val", j, 0);
+      int want = 2000 + 34 + (int)(b * 2 + (uint64_t)j) * LT;
+      EXPECT(in[j * LT] == want, "%s: validation batch %llu row %d from %d, want %d", io, (unsigned long long)b, j,
+             in[j * LT], want);
     }
   }
+  data_loader_free(&l);
 }
 
-static void test_batches(void) {
-  struct token_data d;
-  load_counting(&d, 1000);
-  struct token_split train, val;
-  token_data_split(&d, 0.25f, T, &train, &val);
-
-  int whole_in[B * T], whole_tg[B * T], in[B * T], tg[B * T];
-  const int one[] = {0, 6}, halves[] = {0, 3, 6}, thirds[] = {0, 2, 4, 6};
-  read_in_parts(&train, 5, one, 1, whole_in, whole_tg);
-  expect_windows(&train, whole_in, whole_tg, "train [0,6)");
-  read_in_parts(&train, 5, halves, 2, in, tg);
-  EXPECT(memcmp(in, whole_in, sizeof in) == 0 && memcmp(tg, whole_tg, sizeof tg) == 0, "[0,3)+[3,6) != [0,6)");
-  read_in_parts(&train, 5, thirds, 3, in, tg);
-  EXPECT(memcmp(in, whole_in, sizeof in) == 0 && memcmp(tg, whole_tg, sizeof tg) == 0,
-         "[0,2)+[2,4)+[4,6) != [0,6)");
-
-  read_in_parts(&train, 6, one, 1, in, tg);
-  EXPECT(memcmp(in, whole_in, sizeof in) != 0, "batches 5 and 6 are the same");
-  int starts_distinct = 0;
-  for (int j = 1; j < B; j++) starts_distinct += whole_in[j * T] != whole_in[0];
-  EXPECT(starts_distinct > 0, "every sequence of a batch starts at the same token");
-
-  read_in_parts(&val, 5, one, 1, in, tg);
-  expect_windows(&val, in, tg, "val [0,6)");
-  token_data_free(&d);
-}
-
-/* A split of T + 2 tokens has exactly two starts, 0 and 1; both must be drawn, and nothing beyond. */
-static void test_batch_start_range(void) {
-  struct token_data d;
-  load_counting(&d, T + 2);
-  struct token_split train, val;
-  token_data_split(&d, 0.0f, T, &train, &val);
-  int seen[2] = {0, 0};
-  for (uint64_t b = 0; b < 64; b++) {
-    int in[T], tg[T];
-    token_split_batch(&train, 99, b, 0, 1, T, in, tg);
-    EXPECT(in[0] == 0 || in[0] == 1, "start %d with only starts 0 and 1 possible", in[0]);
-    if (in[0] == 0 || in[0] == 1) seen[in[0]] = 1;
-  }
-  EXPECT(seen[0] && seen[1], "64 batches drew start 0: %d, start 1: %d", seen[0], seen[1]);
-  token_data_free(&d);
+static void test_bad_id_read(void) {
+  const uint16_t tokens[] = {1, 2, 3, 4, 5, 600, 7, 8, 9, 10};
+  const char *path = write_nanogpt("bad_id.bin", tokens, 10);
+  struct data_set s;
+  data_set_open(&s, "--data", path, "auto", NULL, 500);
+  struct data_reader r;
+  data_reader_init(&r, &s, DATA_IO_PREAD, 500);
+  int in[4], tg[4];
+  data_reader_window(&r, 0, 0, 4, in, tg);
+  EXPECT(in[3] == 4 && tg[3] == 5, "window 0: %d -> %d", in[3], tg[3]);
+  data_reader_free(&r);
+  data_set_free(&s);
 }
 
 /* ---- bad files: the job must end, with a message that names the problem ---- */
 
+/* A case: the whole file loaded, or --data (and --val-data) opened for training, or the
+ * file streamed and each window read. */
+enum case_kind { LOAD, OPEN, STREAM };
 struct load_case {
+  enum case_kind kind;
   const char *path, *format;
   int vocab_size;
-  int split_seq_len; /* > 0: also split with this --seq-len */
-  float val_fraction;
+  int seq_len;       /* OPEN, STREAM */
+  float val_fraction; /* OPEN */
+  const char *val_path;
+  int val_batches;   /* OPEN: > 0 validates */
 };
 
 static void run_load_case(const struct load_case *c) {
-  struct token_data d;
-  token_data_load(&d, c->path, c->format, c->vocab_size);
-  if (c->split_seq_len > 0) {
-    struct token_split train, val;
-    token_data_split(&d, c->val_fraction, c->split_seq_len, &train, &val);
+  if (c->kind == LOAD) {
+    struct token_data d;
+    token_data_load(&d, c->path, c->format, c->vocab_size);
+    return;
   }
+  struct train_options o;
+  memset(&o, 0, sizeof o);
+  o.data = c->path;
+  o.val_data = c->val_path;
+  o.data_format = c->format;
+  o.data_io = "pread";
+  o.val_fraction = c->val_fraction;
+  o.val_every = c->val_batches > 0;
+  o.val_batches = c->val_batches > 0 ? c->val_batches : 1;
+  o.config.vocab_size = c->vocab_size;
+  struct data_loader l;
+  data_loader_open(&l, &o, c->seq_len, 2);
+  int in[64], tg[64];
+  for (uint64_t b = 0; c->kind == STREAM && b < l.train.order.windows_per_epoch; b++)
+    data_loader_train_batch(&l, b, 0, 2, in, tg);
 }
 
 /* Runs the case in a child with stderr captured; it must exit non-zero and say every word. */
@@ -279,30 +431,62 @@ static void test_bad_files(void) {
   const char *llama_as_gpt2 = write_llmc("llama_u16.bin", 20240801, 7, 10, tokens, 10);
   /* llm.c's evaluation file (HellaSwag's): a header of its kind, no token file. */
   const char *eval_file = write_llmc("hellaswag_val.bin", 20240522, 1, 10, tokens, 10);
+  const uint16_t with_bad[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 300, 15, 16, 17, 18, 19, 20};
+  const char *bad_id = write_llmc("bad_id_llmc.bin", 20240520, 1, 20, with_bad, 20);
+  char spec[1024];
 
-  expect_fatal("missing file", &(struct load_case){missing, "auto", 256, 0, 0}, missing, "No such file");
-  expect_fatal("empty file", &(struct load_case){empty, "auto", 256, 0, 0}, empty, "empty");
-  expect_fatal("short llm.c file", &(struct load_case){short_llmc, "auto", 256, 0, 0}, short_llmc, "too short");
-  expect_fatal("llm.c count mismatch", &(struct load_case){mismatch, "auto", 256, 0, 0}, mismatch, "11 tokens");
-  expect_fatal("llm.c version", &(struct load_case){bad_version, "auto", 256, 0, 0}, bad_version, "version 3");
-  expect_fatal("wrong magic", &(struct load_case){not_llmc, "llmc", 256, 0, 0}, not_llmc, "magic 12345");
-  expect_fatal("odd nanoGPT size", &(struct load_case){odd, "auto", 256, 0, 0}, odd, "odd size");
-  expect_fatal("token beyond vocab", &(struct load_case){wide, "auto", 100, 0, 0}, "token id 200 at position 3",
+  expect_fatal("missing file", &(struct load_case){.kind = LOAD, .path = missing, .format = "auto", .vocab_size = 256}, missing, "No such file");
+  expect_fatal("empty file", &(struct load_case){.kind = LOAD, .path = empty, .format = "auto", .vocab_size = 256}, empty, "empty");
+  expect_fatal("short llm.c file", &(struct load_case){.kind = LOAD, .path = short_llmc, .format = "auto", .vocab_size = 256}, short_llmc, "too short");
+  expect_fatal("llm.c count mismatch", &(struct load_case){.kind = LOAD, .path = mismatch, .format = "auto", .vocab_size = 256}, mismatch, "11 tokens");
+  expect_fatal("llm.c version", &(struct load_case){.kind = LOAD, .path = bad_version, .format = "auto", .vocab_size = 256}, bad_version, "version 3");
+  expect_fatal("wrong magic", &(struct load_case){.kind = LOAD, .path = not_llmc, .format = "llmc", .vocab_size = 256}, not_llmc, "magic 12345");
+  expect_fatal("odd nanoGPT size", &(struct load_case){.kind = LOAD, .path = odd, .format = "auto", .vocab_size = 256}, odd, "odd size");
+  expect_fatal("token beyond vocab", &(struct load_case){.kind = LOAD, .path = wide, .format = "auto", .vocab_size = 100}, "token id 200 at position 3",
                "vocab size 100");
-  expect_fatal("llama 3 id at the vocab size", &(struct load_case){llama_vocab, "auto", 128256, 0, 0},
+  expect_fatal("llama 3 id at the vocab size", &(struct load_case){.kind = LOAD, .path = llama_vocab, .format = "auto", .vocab_size = 128256},
                "token id 128256 at position 2", "vocab size 128256");
-  expect_fatal("llama 3 version", &(struct load_case){llama_version, "auto", 128256, 0, 0},
+  expect_fatal("llama 3 version", &(struct load_case){.kind = LOAD, .path = llama_version, .format = "auto", .vocab_size = 128256},
                "magic 20240801 with version 1", "version 7");
-  expect_fatal("llama 3 count", &(struct load_case){llama_count, "auto", 128256, 0, 0},
+  expect_fatal("llama 3 count", &(struct load_case){.kind = LOAD, .path = llama_count, .format = "auto", .vocab_size = 128256},
                "header says 5 tokens (20 bytes of Llama 3's uint32", "16 bytes follow");
-  expect_fatal("llama 3 header, uint16 body", &(struct load_case){llama_as_gpt2, "auto", 128256, 0, 0},
+  expect_fatal("llama 3 header, uint16 body", &(struct load_case){.kind = LOAD, .path = llama_as_gpt2, .format = "auto", .vocab_size = 128256},
                "says 10 tokens (40 bytes", "20 bytes follow");
-  expect_fatal("an llm.c header of another kind", &(struct load_case){eval_file, "auto", 65536, 0, 0},
+  expect_fatal("an llm.c header of another kind", &(struct load_case){.kind = LOAD, .path = eval_file, .format = "auto", .vocab_size = 65536},
                "looks like llm.c's (magic 20240522, version 1)", "--data-format");
-  expect_fatal("short training split", &(struct load_case){small, "auto", 256, 16, 0.0f}, "training split",
+
+  /* Opened as shards: every header is checked at the start, the shards named. */
+  snprintf(spec, sizeof spec, "%s,%s", small, mismatch);
+  expect_fatal("a bad shard among good ones", &(struct load_case){.kind = OPEN, .path = spec, .format = "auto", .vocab_size = 256, .seq_len = 4}, mismatch, "11 tokens");
+  snprintf(spec, sizeof spec, "%s,%s", small, llama_count);
+  expect_fatal("a bad Llama shard", &(struct load_case){.kind = OPEN, .path = spec, .format = "auto", .vocab_size = 128256, .seq_len = 4}, llama_count, "header says 5");
+  const char *llama_ok = write_llmc_wide("llama_ok.bin", 20240801, 7, 4, llama, 4, 4);
+  snprintf(spec, sizeof spec, "%s,%s", small, llama_ok);
+  expect_fatal("shards of two token widths", &(struct load_case){.kind = OPEN, .path = spec, .format = "auto", .vocab_size = 200000, .seq_len = 2}, "4-byte tokens",
+               "same token width");
+  snprintf(spec, sizeof spec, "%s/none_*.bin", shard_dir);
+  expect_fatal("a glob matching nothing", &(struct load_case){.kind = OPEN, .path = spec, .format = "auto", .vocab_size = 256, .seq_len = 4}, "none_*.bin",
+               "matches no file");
+  const char *no_bins = temp_file_path("no_bins");
+  if (mkdir(no_bins, 0700) != 0) exit(2);
+  temp_file_write("no_bins/a.txt", "text", 4);
+  expect_fatal("a folder without .bin files", &(struct load_case){.kind = OPEN, .path = no_bins, .format = "auto", .vocab_size = 256, .seq_len = 4}, no_bins,
+               "holds no .bin file");
+  snprintf(spec, sizeof spec, "%s,%s", small, small);
+  expect_fatal("a file given twice", &(struct load_case){.kind = OPEN, .path = spec, .format = "auto", .vocab_size = 256, .seq_len = 4}, small, "given twice");
+  snprintf(spec, sizeof spec, "%s,,%s", small, small);
+  expect_fatal("an empty entry", &(struct load_case){.kind = OPEN, .path = spec, .format = "auto", .vocab_size = 256, .seq_len = 4}, "--data", "empty entry");
+  expect_fatal("short training split", &(struct load_case){.kind = OPEN, .path = small, .format = "auto", .vocab_size = 256, .seq_len = 16}, "training split",
                "--seq-len 16");
-  expect_fatal("short validation split", &(struct load_case){small, "auto", 256, 4, 0.3f}, "validation split",
+  expect_fatal("short validation split", &(struct load_case){.kind = OPEN, .path = small, .format = "auto", .vocab_size = 256, .seq_len = 4, .val_fraction = 0.3f}, "validation split",
                "--val-fraction");
+  expect_fatal("too few validation windows", &(struct load_case){.kind = OPEN, .path = small, .format = "auto", .vocab_size = 256, .seq_len = 2, .val_fraction = 0.3f, .val_path = NULL, .val_batches = 2},
+               "--val-batches 2", "need 4 windows");
+  expect_fatal("a short --val-data", &(struct load_case){.kind = OPEN, .path = small, .format = "auto", .vocab_size = 256, .seq_len = 2, .val_fraction = 0, .val_path = short_llmc, .val_batches = 1}, short_llmc,
+               "too short");
+  /* Ids are checked as windows are read: the file, the byte offset and the id. */
+  expect_fatal("an id beyond the vocabulary, streamed", &(struct load_case){.kind = STREAM, .path = bad_id, .format = "auto", .vocab_size = 256, .seq_len = 4},
+               "bad_id_llmc.bin': token id 300 at byte offset 1050", "vocab size 256");
 }
 
 int main(void) {
@@ -311,9 +495,13 @@ int main(void) {
   test_nanogpt();
   test_llmc();
   test_llmc_llama3();
-  test_split();
-  test_batches();
-  test_batch_start_range();
+  test_permute();
+  test_order();
+  write_shards();
+  test_data_set();
+  test_loader("pread");
+  test_loader("mmap");
+  test_bad_id_read();
   test_bad_files();
   temp_files_remove();
   return check_summary("data_test");

@@ -25,6 +25,7 @@
 #include "fsdp/dtype.h"
 #include "fsdp/error.h"
 #include "fsdp/rng.h"
+#include "data_set.h"
 #include "tensor_file.h"
 #include "test_models.h"
 
@@ -112,20 +113,18 @@ static void dump_training(const char *path, int argc, char **argv) {
   tensor_file_write(out, "schedule", schedule, 1, (int[]){3});
   write_weights(out, &m, "");
 
-  struct token_data data;
-  struct token_split train, val;
-  token_data_load(&data, o.data, o.data_format, o.config.vocab_size);
-  token_data_split(&data, o.val_fraction, T, &train, &val);
+  struct data_loader data;
+  data_loader_open(&data, &o, T, G);
   size_t per_step = (size_t)G * (size_t)T;
   int *inputs = malloc(o.steps * per_step * sizeof(int)), *targets = malloc(o.steps * per_step * sizeof(int));
   for (int s = 0; s < o.steps; s++)
-    token_split_batch(&train, o.seed, (uint64_t)s, 0, G, T, inputs + s * per_step, targets + s * per_step);
+    data_loader_train_batch(&data, (uint64_t)s, 0, G, inputs + s * per_step, targets + s * per_step);
   tensor_file_write_ints(out, "inputs", inputs, 3, (int[]){o.steps, G, T});
   tensor_file_write_ints(out, "targets", targets, 3, (int[]){o.steps, G, T});
   tensor_file_close(out);
   free(inputs);
   free(targets);
-  token_data_free(&data);
+  data_loader_free(&data);
   o.family->free(model);
   fsdp_model_free(&m);
 }

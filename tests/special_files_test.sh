@@ -51,7 +51,11 @@ expect() {
 for path in "$tmp/fifo:is a FIFO" "/dev/zero:is a character device" "$tmp/to_zero:is a character device" \
   "$tmp/to_fifo:is a FIFO" "$tmp/dir:is a directory"; do
   p=${path%%:*} what=${path#*:}
-  expect "--data $p" "token file '$p': $what, not a regular file" train $SHAPE --data "$p" --steps 1
+  if [ "$p" = "$tmp/dir" ]; then # a folder is --data's other form: its .bin files
+    expect "--data $p" "--data: the folder '$p' holds no .bin file" train $SHAPE --data "$p" --steps 1
+  else
+    expect "--data $p" "token file '$p': $what, not a regular file" train $SHAPE --data "$p" --steps 1
+  fi
   expect "memviz $p" "memory snapshot '$p': $what, not a regular file" memviz "$p" -o "$tmp/page.html"
   expect "--tokenizer $p" "--tokenizer '$p': $what, not a regular file" sample --init-from "$tmp/model" \
     --prompt-tokens 1 --tokenizer "$p"

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 /* Each test program is one translation unit, so these are the program's own. */
-enum { TEMP_FILES_MAX = 32, TEMP_FILES_PATH_BYTES = 256 };
+enum { TEMP_FILES_MAX = 64, TEMP_FILES_PATH_BYTES = 256 };
 static const char *temp_files_program;
 static char temp_files_dir[TEMP_FILES_PATH_BYTES];
 /* Every path handed out, so that temp_files_remove finds them all. */
@@ -54,9 +54,10 @@ static inline const char *temp_file_write(const char *name, const void *bytes, s
   return path;
 }
 
-/* Paths never written are in the list too; removing them fails, harmlessly. */
+/* Paths never written are in the list too; removing them fails, harmlessly. Last first:
+ * a folder made for files (mkdir of a temp_file_path) goes after them. */
 static inline void temp_files_remove(void) {
-  for (int i = 0; i < temp_files_count; i++) remove(temp_files_paths[i]);
+  for (int i = temp_files_count - 1; i >= 0; i--) remove(temp_files_paths[i]);
   rmdir(temp_files_dir);
 }
 

@@ -26,9 +26,12 @@ struct train_options {
   float lr, min_lr, weight_decay, grad_clip, beta1, beta2, eps;
   int warmup;
   uint64_t seed;
-  const char *data;
+  const char *data;            /* files, globs and folders, comma-separated (src/cli/data_set.h) */
   const char *data_format;     /* auto, text, nanogpt, llmc; NULL where the command reads no data */
-  float val_fraction;
+  const char *val_data;        /* train only: the validation shards, as --data; or NULL */
+  const char *data_io;         /* train, eval: pread or mmap, how a rank reads its windows */
+  int data_changed;            /* train only: --data-changed accept: resume on another data set */
+  float val_fraction;          /* 0 with --val-data */
   int val_every;
   int val_batches;
   const char *log_path;
@@ -107,10 +110,11 @@ static inline uint32_t token_at(const void *tokens, int width, size_t i) {
                       : ((const uint32_t *)tokens)[i];
 }
 
-/* Loads a token file (format "auto" decides by content: an llm.c magic, else the .bin
- * suffix for nanoGPT, else text; a header shaped like llm.c's that is none of its token
- * files is refused) and checks every token id against vocab_size; every problem ends
- * the job with a message naming the file. */
+/* Loads a whole token file into memory (format "auto" decides by content: an llm.c
+ * magic, else the .bin suffix for nanoGPT, else text; a header shaped like llm.c's that
+ * is none of its token files is refused) and checks every token id against vocab_size;
+ * every problem ends the job with a message naming the file. Training and eval stream
+ * their shards instead (src/cli/data_set.h). */
 void token_data_load(struct token_data *d, const char *path, const char *format, int vocab_size);
 /* Reads the text file at path as one document (text_data.c): the tokenizer's document
  * token, then the text's ids; the tokenizer (a tokenizer.json) must fit vocab_size. */
@@ -118,21 +122,6 @@ void token_data_tokenize(struct token_data *d, const char *path, const char *tok
 /* Ends the job, naming path and the position, at the first id at or above vocab_size. */
 void token_data_check_vocab(const struct token_data *d, const char *path, int vocab_size);
 void token_data_free(struct token_data *d);
-
-/* A contiguous part of the tokens: the training split or the validation split. */
-struct token_split {
-  const void *tokens;
-  int width;
-  size_t n_tokens;
-};
-void token_data_split(const struct token_data *d, float val_fraction, int seq_len, struct token_split *train,
-                      struct token_split *val);
-
-/* Sequences [first, first + count) of global batch `batch_index`: each sequence's
- * start is drawn from (seed, batch_index, sequence index), so every world size
- * reads the same global batch. inputs/targets are (count, T). */
-void token_split_batch(const struct token_split *s, uint64_t seed, uint64_t batch_index, int first, int count,
-                       int T, int *inputs, int *targets);
 
 /* What one training step reports: a console line, and a JSON line in the --log file. */
 struct step_metrics {
@@ -146,6 +135,7 @@ struct step_metrics {
   double loss_scale;         /* fp16: the dynamic loss scale the step ran with; else 0 */
   long minor_faults;         /* this rank's page faults in the step (getrusage) */
   int skipped;               /* fp16: the gradients overflowed and no update was made */
+  long long epoch;           /* the epoch of the step's first window, from 0 (0 without data) */
   size_t mem_peak_bytes;     /* the largest peak of any rank */
   int stop_signal;           /* a signal that asked the job to stop, on any rank (0: none) */
   struct mem_stats mem;      /* this rank's, by category */

@@ -30,6 +30,9 @@
 #define SPELL(x) SPELLED(x)
 
 static const char *const DATA_FORMATS[] = {"auto", "text", "nanogpt", "llmc"};
+static const char *const DATA_IOS[] = {"pread", "mmap"};
+static const char *const DATA_CHANGED[] = {"refuse", "accept"};
+#define DEFAULT_VAL_FRACTION 0.1 /* without --val-data */
 static const char *const DEVICES[] = {"cpu", "cuda"};
 
 /* ---- values ---- */
@@ -331,8 +334,22 @@ SETTER(set_beta1, beta1, parse_unit_interval)
 SETTER(set_beta2, beta2, parse_unit_interval)
 SETTER(set_eps, eps, parse_positive_float)
 
-SETTER(set_data, data, parse_path)
+/* One --data: a second would silently replace the first; several shards go in one, comma-separated. */
+static void set_data(struct train_options *o, const char *flag, const char *v) {
+  const char **field = strcmp(flag, "--data") == 0 ? &o->data : &o->val_data;
+  if (*field)
+    fsdp_fatal("%s is given twice ('%s', then '%s'): give several files, globs or folders in one %s, separated by "
+               "commas",
+               flag, *field, v, flag);
+  *field = v;
+}
 SETTER(set_data_format, data_format, parse_data_format)
+static void set_data_io(struct train_options *o, const char *flag, const char *v) {
+  o->data_io = parse_name(flag, "way", DATA_IOS, sizeof DATA_IOS / sizeof DATA_IOS[0], v);
+}
+static void set_data_changed(struct train_options *o, const char *flag, const char *v) {
+  o->data_changed = strcmp(parse_name(flag, "choice", DATA_CHANGED, 2, v), "accept") == 0;
+}
 SETTER(set_val_fraction, val_fraction, parse_unit_interval)
 SETTER(set_val_every, val_every, parse_nonnegative_int)
 SETTER(set_val_batches, val_batches, parse_positive_int)
@@ -517,22 +534,33 @@ static const struct flag FLAGS[] = {
      "decay of the squared gradients' running mean, in [0, 1)"},
     {OPTIMIZER, "--eps", BOTH, "X", DEFAULT("1e-8"), set_eps, "added to the update's denominator"},
 
-    {DATA, "--data", TRAIN | EVAL, "FILE", REQUIRED, set_data, "token file, or text with --tokenizer"},
-    {DATA, "--data", PLAN, "FILE", NOTE("none"), set_data, "token file, whose tokens' memory the plan then counts"},
+    {DATA, "--data", TRAIN | EVAL, "FILES", REQUIRED, set_data,
+     "token files (or text with --tokenizer): a file, a quoted glob ('fineweb_train_*.bin'), a folder (its .bin "
+     "files), or several of these separated by commas; globs and folders sorted by name. Shards are streamed: a "
+     "rank reads the windows its batches need"},
+    {DATA, "--data", PLAN, "FILES", NOTE("none"), set_data,
+     "accepted as train takes it; not read (a rank reads its windows as its batches need them, in no memory the "
+     "plan counts)"},
+    {DATA, "--val-data", TRAIN, "FILES", NOTE("none: the tail --val-fraction of --data"), set_data,
+     "validation shards, as --data takes them (llm.c's 'fineweb_val_*.bin'); --val-fraction is then 0"},
     {DATA, "--data-format", BOTH | EVAL, "auto|text|nanogpt|llmc", DEFAULT("auto"), set_data_format,
      "text: bytes; nanogpt: uint16 .bin; llmc: llm.c .bin (GPT-2's uint16 or Llama 3's uint32 ids, by its magic); "
      "auto tells them apart, refusing a header it cannot prove"},
     {DATA, "--tokenizer", TRAIN | EVAL, "FILE", NOTE("none"), set_tokenizer,
      "a Hugging Face tokenizer.json: --data is text, tokenized at load as one document (the ids fsdp tokenize "
      "would write)"},
-    {DATA, "--val-fraction", BOTH, "X", DEFAULT("0.1"), set_val_fraction,
-     "last fraction of the tokens kept for validation, in [0, 1)"},
-    {DATA, "--val-every", BOTH, "N", DEFAULT("0"), set_val_every, "validate every N steps; 0 never"},
-    {DATA, "--val-batches", BOTH, "N", DEFAULT("4"), set_val_batches, "batches per validation"},
+    {DATA, "--data-io", TRAIN | EVAL, "pread|mmap", DEFAULT("pread"), set_data_io,
+     "how a rank reads a window: pread it, or copy it from the shard mapped read-only (docs/architecture.md, "
+     "\"Data\")"},
+    {DATA, "--val-fraction", BOTH, "X", NOTE(SPELL(DEFAULT_VAL_FRACTION) ", 0 with --val-data"), set_val_fraction,
+     "last fraction of --data's tokens (its shards one after another) kept for validation, in [0, 1)"},
+    {DATA, "--val-every", BOTH, "N", DEFAULT("0"), set_val_every, "validate every N steps (and after the last); 0 never"},
+    {DATA, "--val-batches", BOTH, "N", DEFAULT("4"), set_val_batches,
+     "global batches per validation: the first N of the validation windows in order, the same every time"},
 
-    {EVAL_ONLY, "--batches", EVAL, "N", REQUIRED, set_batches,
-     "batches of --batch-size windows of --seq-len tokens, read in order from the start of --data (window i: "
-     "tokens i T to i T + T - 1, each predicting the next); the ranks share them"},
+    {EVAL_ONLY, "--batches", EVAL, "N", NOTE("every window of --data"), set_batches,
+     "batches of --batch-size windows of --seq-len tokens, read in order from the start of --data (window i of a "
+     "shard: its tokens i T to i T + T - 1, each predicting the next); the ranks share them"},
     {EXPORT_ONLY, "--output", EXPORT, "DIR", REQUIRED, set_output,
      "the folder to write (made if missing): model.safetensors, or its parts and their index, and config.json; "
      "-o DIR also works"},
@@ -579,6 +607,9 @@ static const struct flag FLAGS[] = {
     {CHECKPOINTS, "--resume", TRAIN, "auto|DIR", NOTE("none"), set_resume,
      "continue from a checkpoint directory, or (auto) from the newest complete one in --checkpoint-dir, "
      "starting fresh when there is none; the flags that shape training must be the checkpoint's"},
+    {CHECKPOINTS, "--data-changed", TRAIN, "refuse|accept", DEFAULT("refuse"), set_data_changed,
+     "resuming with another --data than the checkpoint's (its shards' names and token counts): refuse, or accept "
+     "and go on from the checkpoint's epoch and its place in it"},
 };
 enum { N_FLAGS = sizeof FLAGS / sizeof FLAGS[0] };
 
@@ -605,6 +636,7 @@ static void apply(struct train_options *o, struct flag_arg a) { a.flag->apply(o,
 static void set_defaults(enum options_command command, struct train_options *o) {
   memset(o, 0, sizeof *o);
   o->min_lr = -1.0f; /* 0 is a valid --min-lr, so "not given" needs a value of its own */
+  o->val_fraction = -1.0f;
   for (size_t i = 0; i < N_FLAGS; i++)
     if (takes(&FLAGS[i], command) && FLAGS[i].def.kind == DEFAULT_VALUE)
       apply(o, (struct flag_arg){&FLAGS[i], FLAGS[i].def.text});
@@ -675,19 +707,34 @@ static int sets_model(const struct flag *f) {
 }
 
 /* The family and shape a source of weights holds (a config.json, a checkpoint's
- * metadata) become the model's; a model flag given as well must leave them as they are. */
+ * metadata) become the model's. Model flags given as well must agree with them: with
+ * --model, the model the flags make (the preset, then each shape flag, as training
+ * resolves them) must be the source's, so that the very flags a run was trained with are
+ * accepted; without it, each shape flag must leave the source's model as it is. */
 static void take_model_from(struct train_options *o, const struct flag_arg *args, int n, const char *flag,
                             const char *source, const struct model_family *family, const struct model_config *config,
                             const char *where) {
+  int preset_given = 0;
+  char given[512] = "";
   for (int i = 0; i < n; i++) {
+    if (!sets_model(args[i].flag)) continue;
+    preset_given |= is_model(args[i].flag);
+    size_t used = strlen(given);
+    snprintf(given + used, sizeof given - used, "%s%s %s", used ? " " : "", args[i].flag->name, args[i].value);
+  }
+  if (preset_given) {
+    if (o->family != family)
+      fsdp_fatal("--model %s: a %s model, but %s %s holds a %s one (%s)", o->model, o->family->name, flag, source,
+                 family->name, where);
+    const char *difference = model_config_difference(&o->config, config);
+    if (difference) fsdp_fatal("%s disagrees with %s's %s: %s", given, flag, where, difference);
+  }
+  for (int i = 0; i < n && !preset_given; i++) {
     if (!sets_model(args[i].flag)) continue;
     struct train_options probe = *o;
     probe.family = family;
     probe.config = *config;
     apply(&probe, args[i]);
-    if (probe.family != family)
-      fsdp_fatal("%s %s: a %s model, but %s %s holds a %s one (%s)", args[i].flag->name, args[i].value,
-                 probe.family->name, flag, source, family->name, where);
     const char *difference = model_config_difference(&probe.config, config);
     if (difference)
       fsdp_fatal("%s %s disagrees with %s's %s: %s", args[i].flag->name, args[i].value, flag, where, difference);
@@ -724,6 +771,9 @@ static void resolve_and_check(struct train_options *o) {
     fsdp_fatal("--seq-len: %d exceeds the model's max_seq_len %d (raise it with --block-size)", o->seq_len,
                o->config.max_seq_len);
   if (o->min_lr < 0.0f) o->min_lr = o->lr / MIN_LR_DIVISOR;
+  if (o->val_data && o->val_fraction > 0.0f)
+    fsdp_fatal("--val-fraction %g and --val-data: validation comes from one of them", o->val_fraction);
+  if (o->val_fraction < 0.0f) o->val_fraction = o->val_data ? 0.0f : (float)DEFAULT_VAL_FRACTION;
   if (o->min_lr > o->lr) fsdp_fatal("--min-lr: %g exceeds --lr %g", o->min_lr, o->lr);
   resolve_step_range("--trace-steps", o->steps, &o->trace_first, &o->trace_last);
   resolve_step_range("--snapshot-steps", o->steps, &o->snapshot_first, &o->snapshot_last);

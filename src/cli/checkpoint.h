@@ -38,14 +38,19 @@ void ckpt_dir_prune(const char *dir, int keep);
 
 /* ---- checkpoint_meta.c: metadata.json ---- */
 
-/* What a checkpoint holds besides the shards. The batches and the learning rate are pure
- * functions of (seed, step), so the step is the data loader's and the schedule's position. */
+/* What a checkpoint holds besides the shards. The learning rate is a function of the
+ * step; the data's position is where the next global batch starts (data_loader.c). */
 struct train_state {
   int step; /* steps done */
   int optimizer_steps;
   float loss_scale; /* fp16's dynamic scale; 0: off */
   int good_steps;
   struct lr_schedule schedule;
+  struct data_position data;
+  const char *data_shard;   /* written: the shard of that window, and the window's index in it */
+  size_t data_shard_window;
+  int has_data;             /* read: 0 for a checkpoint from before data positions were kept */
+  int data_changed;         /* read: its data set is not this run's (accepted: --data-changed accept) */
 };
 
 /* A rank's file: its name in the checkpoint directory (or, read back, its path), size,
@@ -65,10 +70,13 @@ struct ckpt_meta {
   int n_files;
   struct ckpt_file_meta *files; /* paths are the files' full paths */
 };
-/* Reads step_dir's metadata and checks it against this run: the model's tensors and the
- * flags that shape training. Any problem ends the job with a message naming the file or
- * the flag. */
+/* Reads step_dir's metadata and checks it against this run: the model's tensors, the
+ * flags that shape training and the data set (its shards' names and token counts; another
+ * is refused unless --data-changed accept). Any problem ends the job with a message naming
+ * the file or the flag. */
 void ckpt_meta_read(const char *step_dir, const struct trainer *t, struct ckpt_meta *out);
+/* Points t's data at the checkpoint's position: the next global batch starts there. */
+void ckpt_meta_seek_data(const struct ckpt_meta *meta, struct trainer *t);
 /* The same for a model m that only takes the checkpoint's weights (eval, export,
  * sample): its tensors must be the checkpoint's; the training flags may differ. */
 void ckpt_meta_read_weights(const char *step_dir, const struct fsdp_model *m, struct ckpt_meta *out);

@@ -1,6 +1,6 @@
 /* metadata.json of a checkpoint (docs/architecture.md, "Checkpoints"): the model, the
- * flags that shape training, the training state, every tensor's global shape, and each
- * rank file's pieces, size and CRC-32C. Written by rank 0 after every file is durable;
+ * flags that shape training, the data set, the training state (the data's position among
+ * it), every tensor's global shape, and each rank file's pieces, size and CRC-32C. Written by rank 0 after every file is durable;
  * read by every rank on resume and checked against the run. */
 #include <cJSON.h>
 #include <errno.h>
@@ -13,6 +13,7 @@
 #include "checkpoint.h"
 #include "fsdp/error.h"
 #include "fsdp/input_file.h"
+#include "fsdp/log.h"
 
 static const char FORMAT[] = "fsdp.c sharded checkpoint";
 enum { VERSION = 1 };
@@ -20,8 +21,8 @@ enum { VERSION = 1 };
 /* ---- the flags that shape training ---- */
 
 /* A flag whose value a resumed run must share with its checkpoint: the model's shape
- * (a mismatch is another model), the batch and schedule, the optimizer, the precision
- * and the data. The rest (world size, sharding, how the global batch is split into
+ * (a mismatch is another model), the batch and schedule, the optimizer and the precision
+ * (the data is checked apart: data_json). The rest (world size, sharding, how the global batch is split into
  * micro-batches, activation checkpointing, overlap, outputs) can change safely. */
 struct shaping_flag {
   const char *flag;
@@ -69,8 +70,6 @@ static int shaping_flags(const struct trainer *t, struct shaping_flag *f) {
   FLAG("--param-dtype", 0, "%s", dtype_name(o->mp.param_dtype));
   FLAG("--reduce-dtype", 0, "%s", dtype_name(o->mp.reduce_dtype));
   FLOAT_FLAG("--val-fraction", o->val_fraction);
-  /* The file may move; its training tokens may not change. */
-  FLAG("--data", 0, "%zu training tokens", t->train.n_tokens);
 #undef FLOAT_FLAG
 #undef FLAG
   FSDP_CHECK(n <= MAX_SHAPING_FLAGS);
@@ -116,15 +115,20 @@ static cJSON *state_json(const struct trainer *t, const struct train_state *s) {
   cJSON *j = cJSON_CreateObject();
   cJSON_AddNumberToObject(j, "step", s->step);
   cJSON_AddNumberToObject(j, "optimizer_steps", s->optimizer_steps);
-  /* Both follow from the step: the schedule is evaluated at step - 1 for step (from 1),
-   * and step's batch is global batch step - 1 of the seed (token_split_batch). */
+  /* The schedule is evaluated at step - 1 for step (from 1). */
   cJSON_AddNumberToObject(j, "lr_schedule_position", s->step);
   /* What --steps may change on resume (lr_schedule_extend); the rest are training flags. */
   cJSON *schedule = cJSON_AddObjectToObject(j, "lr_schedule");
   cJSON_AddNumberToObject(schedule, "steps", s->schedule.total);
   cJSON_AddNumberToObject(schedule, "decay_from", s->schedule.decay_from);
   cJSON_AddNumberToObject(schedule, "decay_progress", s->schedule.decay_progress);
-  cJSON_AddNumberToObject(j, "data_next_batch", s->step);
+  /* Where the next global batch starts: the authority on resume (data_loader_seek); the
+   * shard and its window say the same for a reader, and are checked against it. */
+  cJSON *data = cJSON_AddObjectToObject(j, "data_position");
+  cJSON_AddNumberToObject(data, "epoch", (double)s->data.epoch);
+  cJSON_AddNumberToObject(data, "epoch_window", (double)s->data.epoch_window);
+  cJSON_AddStringToObject(data, "shard", s->data_shard);
+  cJSON_AddNumberToObject(data, "shard_window", (double)s->data_shard_window);
   char seed[32];
   snprintf(seed, sizeof seed, "%llu", (unsigned long long)t->opt.seed);
   cJSON *rng = cJSON_AddObjectToObject(j, "rng");
@@ -133,6 +137,22 @@ static cJSON *state_json(const struct trainer *t, const struct train_state *s) {
   cJSON_AddNumberToObject(j, "loss_scale", s->loss_scale);
   cJSON_AddNumberToObject(j, "loss_scale_good_steps", s->good_steps);
   return j;
+}
+
+/* The data set's identity: its shards, in order, by base name (the files may move) and
+ * token count; the windows an epoch holds follow from them and --seq-len. */
+static cJSON *data_json(const struct trainer *t) {
+  const struct data_set *set = &t->data.train_set;
+  cJSON *d = cJSON_CreateObject();
+  cJSON_AddNumberToObject(d, "windows_per_epoch", (double)t->data.train.order.windows_per_epoch);
+  cJSON *shards = cJSON_AddArrayToObject(d, "shards");
+  for (int i = 0; i < set->n_shards; i++) {
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "name", set->shards[i].name);
+    cJSON_AddNumberToObject(e, "tokens", (double)set->shards[i].layout.n_tokens);
+    cJSON_AddItemToArray(shards, e);
+  }
+  return d;
 }
 
 static cJSON *tensors_json(const struct trainer *t) {
@@ -183,6 +203,7 @@ char *ckpt_meta_json(const struct trainer *t, const struct train_state *s, const
   cJSON *fj = cJSON_AddObjectToObject(root, "training_flags");
   for (int i = 0; i < n_flags; i++) cJSON_AddStringToObject(fj, flags[i].flag, flags[i].value);
   cJSON_AddItemToObject(root, "written_by", written_by_json(t));
+  cJSON_AddItemToObject(root, "data", data_json(t));
   cJSON_AddItemToObject(root, "state", state_json(t, s));
   cJSON_AddStringToObject(root, "byte_order", "little");
   cJSON *states = cJSON_AddArrayToObject(root, "states");
@@ -338,6 +359,89 @@ static void read_state(const char *path, const cJSON *root, struct train_state *
     fsdp_fatal("checkpoint metadata '%s': its steps disagree", path);
 }
 
+/* The first difference between the checkpoint's data set and this run's, or NULL. */
+static const char *data_difference(const char *path, const cJSON *data, const struct data_set *set, char *out,
+                                   size_t out_size) {
+  const cJSON *shards = get_array(path, data, "shards");
+  int there = cJSON_GetArraySize(shards), i = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, shards) {
+    const char *name = get_string(path, e, "name");
+    size_t tokens = get_size(path, e, "tokens");
+    if (i == set->n_shards) break;
+    const struct data_shard *mine = &set->shards[i++];
+    if (strcmp(name, mine->name) != 0 || tokens != mine->layout.n_tokens) {
+      snprintf(out, out_size, "its shard %d is '%s' of %zu tokens, this run's '%s' of %zu", i, name, tokens,
+               mine->name, mine->layout.n_tokens);
+      return out;
+    }
+  }
+  if (there == set->n_shards) return NULL;
+  snprintf(out, out_size, "it has %d shard(s), this run %d", there, set->n_shards);
+  return out;
+}
+
+/* The data set the checkpoint was trained on, and where in it the next batch starts. */
+static void read_data(const char *path, const cJSON *root, const struct trainer *t, struct train_state *s) {
+  const cJSON *data = cJSON_GetObjectItemCaseSensitive(root, "data");
+  const cJSON *position = cJSON_GetObjectItemCaseSensitive(get_object(path, root, "state"), "data_position");
+  if (!data && !position) {
+    if (!t->opt.data_changed)
+      fsdp_fatal("--data: checkpoint '%s' was written before checkpoints kept their data set and position (its "
+                 "batches were drawn at random); --data-changed accept goes on in this run's order, from the window "
+                 "its step reaches",
+                 path);
+    s->has_data = 0;
+    s->data_changed = 1;
+    return;
+  }
+  if (!data || !cJSON_IsObject(data)) fsdp_fatal("checkpoint metadata '%s': 'data' is missing or not an object", path);
+  if (!position || !cJSON_IsObject(position))
+    fsdp_fatal("checkpoint metadata '%s': 'data_position' is missing or not an object", path);
+  s->has_data = 1;
+  s->data.epoch = get_size(path, position, "epoch");
+  s->data.epoch_window = get_size(path, position, "epoch_window");
+  const char *shard = get_string(path, position, "shard");
+  s->data_shard = strcpy(fsdp_xmalloc(strlen(shard) + 1), shard);
+  s->data_shard_window = get_size(path, position, "shard_window");
+  char why[1024];
+  const char *difference = data_difference(path, data, &t->data.train_set, why, sizeof why);
+  s->data_changed = difference != NULL;
+  if (difference && !t->opt.data_changed)
+    fsdp_fatal("--data: checkpoint '%s' was trained on another data set: %s (--data-changed accept goes on with "
+               "this one, from the checkpoint's epoch and its place in it)",
+               path, difference);
+  if (difference) {
+    fsdp_log_info("resume: another data set than the checkpoint's (%s), accepted (--data-changed accept)", difference);
+    return;
+  }
+  uint64_t windows = t->data.train.order.windows_per_epoch;
+  if (get_size(path, data, "windows_per_epoch") != windows || s->data.epoch_window >= windows)
+    fsdp_fatal("checkpoint metadata '%s': its data position (epoch %llu, window %llu) does not fit its epochs of "
+               "%zu windows, this run's %llu",
+               path, (unsigned long long)s->data.epoch, (unsigned long long)s->data.epoch_window,
+               get_size(path, data, "windows_per_epoch"), (unsigned long long)windows);
+}
+
+void ckpt_meta_seek_data(const struct ckpt_meta *meta, struct trainer *t) {
+  const struct train_state *s = &meta->state;
+  uint64_t b = (uint64_t)s->step;
+  if (s->has_data) data_loader_seek(&t->data, b, s->data);
+  struct data_position p = data_loader_position(&t->data, b);
+  const char *shard;
+  size_t window;
+  data_loader_describe(&t->data, p, &shard, &window);
+  /* The same data set and order: the window the metadata names must be the one found. */
+  if (!s->data_changed && (strcmp(shard, s->data_shard) != 0 || window != s->data_shard_window))
+    fsdp_fatal("checkpoint metadata '%s': its data position (epoch %llu, window %llu) is window %zu of '%s' here, "
+               "but it says window %zu of '%s'",
+               meta->path.s, (unsigned long long)p.epoch, (unsigned long long)p.epoch_window, window, shard,
+               s->data_shard_window, s->data_shard);
+  fsdp_log_info("resume: data from epoch %llu, window %llu of its %llu (shard '%s', its window %zu)",
+                (unsigned long long)p.epoch, (unsigned long long)p.epoch_window,
+                (unsigned long long)t->data.train.order.windows_per_epoch, shard, window);
+}
+
 /* A file name, never a path: a checkpoint reads only files inside its own directory. */
 static const char *file_name(const char *path, const cJSON *j) {
   const char *name = get_string(path, j, "name");
@@ -388,6 +492,7 @@ static void read_meta(const char *step_dir, const struct fsdp_model *m, const st
   if (t) check_flags(path, root, t);
   check_tensors(path, root, m);
   read_state(path, root, &out->state);
+  if (t) read_data(path, root, t, &out->state);
   if (t) out->state.schedule = read_schedule(path, root, get_object(path, root, "state"), &t->opt);
   const cJSON *files = get_array(path, root, "files");
   out->n_files = cJSON_GetArraySize(files);
@@ -451,5 +556,6 @@ void ckpt_meta_free(struct ckpt_meta *m) {
     free((struct ckpt_piece *)m->files[i].file.pieces);
   }
   free(m->files);
+  free((char *)m->state.data_shard);
   memset(m, 0, sizeof *m);
 }

@@ -115,6 +115,7 @@ static int resume(const struct checkpointing *c, struct trainer *t) {
   fsdp_log_info("resume: from '%s' at step %d (%d files, %.1f MiB, checked and read in %.0f ms)", dir.s, step,
                 meta.n_files, mib(bytes), time_now_ms() - began);
   resume_schedule(t, &meta.state.schedule, step, dir.s);
+  ckpt_meta_seek_data(&meta, t);
   ckpt_meta_free(&meta);
   return step;
 }
@@ -207,7 +208,10 @@ static void start(struct checkpointing *c, struct trainer *t, int step) {
   comm_barrier(t->group);
   struct ckpt_path file = ckpt_path_join(step_dir.s, ckpt_rank_file(t->rank).s);
   c->writer = background_write_start(file.s, c->snapshot.data, c->snapshot.bytes);
-  c->pending = (struct train_state){step, t->optimizer_steps, t->scaler.scale, t->scaler.good_steps, t->schedule};
+  c->pending = (struct train_state){.step = step, .optimizer_steps = t->optimizer_steps, .loss_scale = t->scaler.scale,
+                                    .good_steps = t->scaler.good_steps, .schedule = t->schedule,
+                                    .data = data_loader_position(&t->data, (uint64_t)step)};
+  data_loader_describe(&t->data, c->pending.data, &c->pending.data_shard, &c->pending.data_shard_window);
   c->write_began_ms = began;
   fsdp_log_info("checkpoint step %d: %.1f MiB per rank copied out in %.1f ms; training stalled %.1f ms, the files "
                 "are written in the background",

@@ -1,14 +1,16 @@
 /* Token files: plain text (every byte a token), nanoGPT .bin (headerless little-endian
  * uint16) and llm.c .bin (a header of 256 little-endian int32: magic, version, token
- * count; then the tokens, uint16 for GPT-2, uint32 for Llama 3). Tokens are kept at the
- * file's width. Every problem ends the job with a message naming the file. */
+ * count; then the tokens, uint16 for GPT-2, uint32 for Llama 3). token_file_probe reads
+ * a file's header and checks it against its size, for the shards a run streams
+ * (data_reader.c); token_data_load reads a whole file into memory at its own width. Every
+ * problem ends the job with a message naming the file. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "fsdp/cli.h"
 #include "fsdp/error.h"
 #include "fsdp/input_file.h"
-#include "fsdp/rng.h"
+#include "data_set.h"
 
 enum { LLMC_HEADER_INTS = 256, LLMC_HEADER_BYTES = LLMC_HEADER_INTS * 4 };
 enum { LLMC_HEADER_MAGIC, LLMC_HEADER_VERSION, LLMC_HEADER_COUNT };
@@ -27,12 +29,6 @@ static const char LLMC_KNOWN[] =
     "(Llama 3, uint32 tokens)";
 
 enum { READ_CHUNK_BYTES = 1 << 16 };
-
-/* Batch starts are drawn from the Philox counter (index = sequence, stream = tag | batch).
- * The tag in the top 16 bits keeps these draws apart from other users of the same seed
- * (the weight init); the batch index fills the low 48 bits. */
-static const uint64_t BATCH_STREAM_TAG = 0xda7aull << 48;
-static const uint64_t BATCH_INDEX_LIMIT = 1ull << 48;
 
 struct token_file {
   struct input_file in;
@@ -126,14 +122,14 @@ static void load_body(struct token_data *d, struct token_file *tf, size_t offset
   }
 }
 
-static void load_nanogpt(struct token_data *d, struct token_file *tf) {
+static void probe_nanogpt(struct token_file *tf, struct token_file_layout *out) {
   if (tf->size % 2 != 0)
     fsdp_fatal("token file '%s' has an odd size (%zu bytes), but a nanoGPT .bin holds uint16 tokens", tf->path,
                tf->size);
-  load_body(d, tf, 0, tf->size / 2, 2);
+  *out = (struct token_file_layout){TOKENS_NANOGPT, 2, 0, tf->size / 2};
 }
 
-static void load_llmc(struct token_data *d, struct token_file *tf) {
+static void probe_llmc(struct token_file *tf, struct token_file_layout *out) {
   if (tf->size < LLMC_HEADER_BYTES)
     fsdp_fatal("token file '%s' is too short for an llm.c file: %zu bytes, less than its %d-byte header", tf->path,
                tf->size, LLMC_HEADER_BYTES);
@@ -153,7 +149,23 @@ static void load_llmc(struct token_data *d, struct token_file *tf) {
                "header",
                tf->path, (int)count, (long long)kind->width * count, kind->name, body);
   if (count == 0) fsdp_fatal("token file '%s' holds no tokens", tf->path);
-  load_body(d, tf, LLMC_HEADER_BYTES, (size_t)count, kind->width);
+  *out = (struct token_file_layout){TOKENS_LLMC, kind->width, LLMC_HEADER_BYTES, (size_t)count};
+}
+
+static void probe(struct token_file *tf, const char *format, struct token_file_layout *out) {
+  switch (resolve_format(tf, format)) {
+    case TOKENS_TEXT: *out = (struct token_file_layout){TOKENS_TEXT, 1, 0, tf->size}; break;
+    case TOKENS_NANOGPT: probe_nanogpt(tf, out); break;
+    case TOKENS_LLMC: probe_llmc(tf, out); break;
+    case TOKENS_TOKENIZED: FSDP_CHECK(0);
+  }
+}
+
+void token_file_probe(const char *path, const char *format, struct token_file_layout *out) {
+  struct token_file tf;
+  open_token_file(&tf, path);
+  probe(&tf, format, out);
+  input_file_close(&tf.in);
 }
 
 void token_data_check_vocab(const struct token_data *d, const char *path, int vocab_size) {
@@ -169,13 +181,10 @@ void token_data_load(struct token_data *d, const char *path, const char *format,
   FSDP_CHECK(vocab_size > 0);
   struct token_file tf;
   open_token_file(&tf, path);
-  d->format = resolve_format(&tf, format);
-  switch (d->format) {
-    case TOKENS_TEXT: load_body(d, &tf, 0, tf.size, 1); break;
-    case TOKENS_NANOGPT: load_nanogpt(d, &tf); break;
-    case TOKENS_LLMC: load_llmc(d, &tf); break;
-    case TOKENS_TOKENIZED: FSDP_CHECK(0);
-  }
+  struct token_file_layout layout;
+  probe(&tf, format, &layout);
+  d->format = layout.format;
+  load_body(d, &tf, layout.offset, layout.n_tokens, layout.width);
   input_file_close(&tf.in);
   token_data_check_vocab(d, path, vocab_size);
 }
@@ -184,44 +193,4 @@ void token_data_free(struct token_data *d) {
   free(d->tokens);
   d->tokens = NULL;
   d->n_tokens = 0;
-}
-
-/* One sequence needs seq_len + 1 tokens: the targets are the inputs shifted by one. */
-static void check_split_size(const char *name, size_t n, int seq_len, const char *remedy) {
-  if (n < (size_t)seq_len + 1)
-    fsdp_fatal("too little data: the %s split holds %zu tokens, but one sequence of --seq-len %d needs %d; %s", name,
-               n, seq_len, seq_len + 1, remedy);
-}
-
-void token_data_split(const struct token_data *d, float val_fraction, int seq_len, struct token_split *train,
-                      struct token_split *val) {
-  FSDP_CHECK(val_fraction >= 0.0f && val_fraction < 1.0f && seq_len > 0);
-  /* Rounded to nearest, so that 0.7 of 1000 tokens is 700 although 0.7f is a little below 0.7. */
-  size_t n_val = (size_t)((double)val_fraction * (double)d->n_tokens + 0.5);
-  size_t n_train = d->n_tokens - n_val;
-  check_split_size("training", n_train, seq_len, "lower --seq-len or --val-fraction, or use more data");
-  if (val_fraction > 0.0f)
-    check_split_size("validation", n_val, seq_len,
-                     "lower --seq-len, raise --val-fraction (0 turns validation off), or use more data");
-  const unsigned char *tokens = d->tokens;
-  *train = (struct token_split){tokens, d->width, n_train};
-  *val = (struct token_split){tokens + n_train * (size_t)d->width, d->width, n_val};
-}
-
-void token_split_batch(const struct token_split *s, uint64_t seed, uint64_t batch_index, int first, int count,
-                       int T, int *inputs, int *targets) {
-  FSDP_CHECK(T > 0 && first >= 0 && count >= 0);
-  FSDP_CHECK(s->n_tokens >= (size_t)T + 1);
-  FSDP_CHECK(batch_index < BATCH_INDEX_LIMIT);
-  uint64_t stream = BATCH_STREAM_TAG | batch_index;
-  uint64_t n_starts = s->n_tokens - (size_t)T; /* the last start leaves one token for the last target */
-  for (int j = 0; j < count; j++) {
-    size_t start = rng_below(seed, stream, (uint64_t)first + (uint64_t)j, n_starts);
-    int *in = inputs + (size_t)j * (size_t)T;
-    int *tg = targets + (size_t)j * (size_t)T;
-    for (int t = 0; t < T; t++) {
-      in[t] = (int)token_at(s->tokens, s->width, start + (size_t)t);
-      tg[t] = (int)token_at(s->tokens, s->width, start + (size_t)t + 1);
-    }
-  }
 }

@@ -20,6 +20,7 @@ FILE *metrics_open_log(const char *path, int append) {
 static void write_json_line(FILE *log, const char *log_path, const struct step_metrics *m) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddNumberToObject(o, "step", m->step);
+  cJSON_AddNumberToObject(o, "epoch", (double)m->epoch);
   cJSON_AddNumberToObject(o, "loss", m->loss);
   cJSON_AddNumberToObject(o, "grad_norm", m->grad_norm);
   cJSON_AddNumberToObject(o, "lr", m->lr);
@@ -73,9 +74,9 @@ void metrics_report_step(FILE *log, const char *log_path, const struct step_metr
   if (m->host_mem.total_peak) snprintf(host, sizeof host, " | host (pinned) %.1f MiB", mib(m->host_mem.total_peak));
   if (m->loss_scale > 0.0) snprintf(scale, sizeof scale, " | loss scale %g%s", m->loss_scale, m->skipped ? ", skipped" : "");
   fsdp_log_info("step %5d/%d | loss %.4f | grad norm %.4f | lr %.3e | %.1f ms | %.0f tok/s | %s%s | %s | "
-                "peak %.1f MiB/rank%s%s%s",
+                "peak %.1f MiB/rank%s%s | epoch %lld%s",
                 m->step, m->steps, m->loss, m->grad_norm, m->lr, m->step_ms, m->tokens_per_s, rate, mfu, comm,
-                mib(m->mem_peak_bytes), host, scale, val);
+                mib(m->mem_peak_bytes), host, scale, m->epoch, val);
   if (log) write_json_line(log, log_path, m);
 }
 

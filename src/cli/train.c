@@ -18,10 +18,6 @@
 #include "stop_signal.h"
 #include "trainer.h"
 
-/* Validation batches are drawn from their own index range so they never
- * coincide with the training batches' random streams. */
-static const uint64_t VAL_BATCH_BASE = 1ull << 40;
-
 /* torch.cuda.amp.GradScaler's dynamic loss scaling, for fp16 parameters. */
 static const int LOSS_SCALE_GROWTH_INTERVAL = 2000;
 
@@ -97,15 +93,7 @@ void trainer_setup(struct trainer *t, const struct train_options *o, struct devi
   int shard; /* --mesh is checked before the data is read */
   train_options_mesh(o, t->world_size, &t->replicas, &shard);
 
-  if (!planning) {
-    if (o->tokenizer)
-      token_data_tokenize(&t->data, o->data, o->tokenizer, o->config.vocab_size);
-    else
-      token_data_load(&t->data, o->data, o->data_format, o->config.vocab_size);
-    token_data_split(&t->data, o->val_fraction, t->T, &t->train, &t->val);
-    fsdp_log_info("data: %s, %zu tokens (%zu train, %zu val)", o->data, t->data.n_tokens, t->train.n_tokens,
-                  t->val.n_tokens);
-  }
+  if (!planning) data_loader_open(&t->data, o, t->T, t->B * t->world_size * o->grad_accum);
 
   if (t->replicas > 1) {
     comm_mesh_init(&t->mesh, group, t->replicas, shard);
@@ -145,15 +133,18 @@ static void forward(struct trainer *t, struct token_batch *b) {
   event_record(b->read, t->fsdp.streams.compute);
 }
 
+/* The first --val-batches global batches of the validation windows, each rank its rows
+ * of each as in training (forward_backward), so that every W reads the same windows. */
 static double validation_loss(struct trainer *t) {
-  for (int b = 0; b < t->opt.val_batches; b++) {
-    struct token_batch *batch = next_batch(t);
-    token_split_batch(&t->val, t->opt.seed, VAL_BATCH_BASE + (uint64_t)b, t->rank * t->B, t->B, t->T, batch->inputs,
-                      batch->targets);
-    forward(t, batch);
-    t->opt.family->release_activations(t->model);
-    fsdp_model_reshard_all(&t->fsdp);
-  }
+  int K = t->opt.grad_accum;
+  for (int b = 0; b < t->opt.val_batches; b++)
+    for (int k = 0; k < K; k++) {
+      struct token_batch *batch = next_batch(t);
+      data_loader_val_batch(&t->data, (uint64_t)b, (t->rank * K + k) * t->B, t->B, batch->inputs, batch->targets);
+      forward(t, batch);
+      t->opt.family->release_activations(t->model);
+      fsdp_model_reshard_all(&t->fsdp);
+    }
   return fsdp_model_mean_across_ranks(&t->fsdp, t->opt.family->take_loss(t->model));
 }
 
@@ -173,7 +164,8 @@ static void finish_trace(struct trainer *t) {
 }
 
 /* K micro-batches: micro-batch k of rank r holds the global batch's rows from
- * (r K + k) B, so that the step sees the same rows as one batch of K B rows per rank. */
+ * (r K + k) B, so that the step sees the same rows as one batch of K B rows per rank
+ * (data_loader.c: the global batch is the same at every W). */
 static void forward_backward(struct trainer *t, int step) {
   const struct train_options *o = &t->opt;
   int K = o->grad_accum;
@@ -181,8 +173,8 @@ static void forward_backward(struct trainer *t, int step) {
   for (int k = 0; k < K; k++) {
     struct token_batch *batch = next_batch(t);
     if (!t->planning)
-      token_split_batch(&t->train, o->seed, (uint64_t)(step - 1), (t->rank * K + k) * t->B, t->B, t->T,
-                        batch->inputs, batch->targets);
+      data_loader_train_batch(&t->data, (uint64_t)(step - 1), (t->rank * K + k) * t->B, t->B, batch->inputs,
+                              batch->targets);
     t->fsdp.requires_grad_sync = o->accum_mode == ACCUM_SHARDED || k == K - 1;
     forward(t, batch);
     o->family->backward(t->model, loss_scale);
@@ -266,7 +258,8 @@ void trainer_step(struct trainer *t, int step, struct step_metrics *m) {
   m->tokens_per_s = (double)t->B * t->T * t->world_size * o->grad_accum / (step_ms / 1000.0);
   m->gflops = t->flops_per_step / (step_ms * 1e6);
   m->mfu = t->peak_gflops > 0.0 ? m->gflops / t->peak_gflops : NAN;
-  int validate = !t->planning && t->val.n_tokens && o->val_every && (step % o->val_every == 0 || step == o->steps);
+  m->epoch = t->planning ? 0 : (long long)data_loader_epoch(&t->data, (uint64_t)(step - 1));
+  int validate = !t->planning && t->data.has_val && o->val_every && (step % o->val_every == 0 || step == o->steps);
   m->val_loss = validate ? validation_loss(t) : NAN;
 }
 
@@ -288,7 +281,7 @@ void trainer_teardown(struct trainer *t) {
   t->opt.family->free(t->model);
   fsdp_model_free(&t->fsdp);
   if (t->replicas > 1) comm_mesh_free(&t->mesh);
-  if (!t->planning) token_data_free(&t->data);
+  if (!t->planning) data_loader_free(&t->data);
 }
 
 /* After a step that a signal asked to be the last: its checkpoint, and the exit status

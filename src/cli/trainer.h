@@ -5,6 +5,7 @@
 #define FSDP_CLI_TRAINER_H
 
 #include "fsdp/cli.h"
+#include "data_set.h"
 
 struct loss_scaler {
   float scale;     /* 0: off */
@@ -19,8 +20,7 @@ struct trainer {
   int replicas;          /* HSDP: R of --mesh; 1 without */
   struct comm_mesh mesh; /* HSDP: the shard and replicate groups, when replicas > 1 */
   int planning; /* `fsdp plan`: no data is loaded or sampled, nothing validated or logged */
-  struct token_data data;
-  struct token_split train, val;
+  struct data_loader data; /* --data's batches (none when planning) */
   struct fsdp_model fsdp;
   void *model; /* opt.family's */
   /* The host side of the batches' tokens, two in turn (train.c, next_batch). */
