@@ -1,5 +1,8 @@
 #include "fsdp/simd.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -15,13 +18,21 @@ static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
 static enum simd_isa detected;
 static atomic_int limit = SIMD_AVX512_BF16;
 
+#if defined(__x86_64__)
+/* F16C from CPUID leaf 1: clang before 15 has no "f16c" for __builtin_cpu_supports (the
+ * fuzzing build, scripts/fuzz.sh, is clang's). The AVX2 check before it covers the OS. */
+static int has_f16c(void) {
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
+
 /* libgcc's checks include the OS's: the vector registers' state saved (XCR0). The levels
  * nest, as x86-64's do (v3, v4): each has the one below. */
 static enum simd_isa cpu_isa(void) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c"))
-    return SIMD_SCALAR;
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !has_f16c()) return SIMD_SCALAR;
   if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
       !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512vl"))
     return SIMD_AVX2;
