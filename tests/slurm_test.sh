@@ -18,8 +18,10 @@ for p in munged mungekey slurmctld slurmd sbatch scontrol scancel sinfo; do
   command -v "$p" >/dev/null 2>&1 || { echo "SKIP: no $p (scripts/install-deps.sh installs Slurm and munge)"; exit 77; }
 done
 [ "$(id -u)" = 0 ] || { echo "SKIP: the Slurm daemons run as root here (SlurmUser=root)"; exit 77; }
-cpus=$(nproc)
-[ "$cpus" -ge 2 ] || { echo "SKIP: the job's 2 tasks need 2 CPUs"; exit 77; }
+# This machine as slurmd sees it (CPUs, sockets, cores, threads, memory): its node line.
+node=$(slurmd -C 2>/dev/null | grep '^NodeName=')
+cpus=$(echo "$node" | tr ' ' '\n' | sed -n 's/^CPUs=//p')
+[ "${cpus:-0}" -ge 2 ] || { echo "SKIP: the job's 2 tasks need 2 CPUs (slurmd -C: $node)"; exit 77; }
 fsdp_exe=$(readlink -f "$FSDP") || exit 2
 
 # Every process the test starts from here on (the daemons, slurmstepd, the job's shell,
@@ -96,8 +98,7 @@ s = [socket.socket() for _ in range(2)]
 for x in s: x.bind(("127.0.0.1", 0))
 print(*[x.getsockname()[1] for x in s])')
 set -- $ports
-host=$(hostname -s)
-mem=$(awk '/^MemTotal/ { print int($2 / 1024) }' /proc/meminfo)
+host=$(echo "$node" | sed 's/^NodeName=\([^ ]*\).*/\1/')
 cat >"$tmp/slurm.conf" <<EOF
 ClusterName=fsdptest
 SlurmctldHost=$host(127.0.0.1)
@@ -126,7 +127,7 @@ AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 KillWait=10
 MinJobAge=600
-NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
+$node NodeAddr=127.0.0.1 State=UNKNOWN
 PartitionName=test Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
 export SLURM_CONF="$tmp/slurm.conf"
@@ -134,7 +135,7 @@ slurmctld -D -i >"$tmp/log/slurmctld.out" 2>&1 &
 slurmd -D >"$tmp/log/slurmd.out" 2>&1 &
 node_idle() { [ "$(timeout 10 sinfo -h -n "$host" -o %t 2>/dev/null)" = idle ]; }
 until_true $LIMIT "node $host idle" node_idle
-echo "slurmctld and slurmd up on ports $1 and $2: node $host, $cpus CPUs, $mem MiB"
+echo "slurmctld and slurmd up on ports $1 and $2: $node"
 
 until_true 300 "the uninterrupted run" test -e "$tmp/ref/status"
 [ "$(cat "$tmp/ref/status")" = 0 ] || { cat "$tmp/ref/out"; fail "the uninterrupted run failed"; }
