@@ -127,6 +127,7 @@ void token_data_free(struct token_data *d);
 struct step_metrics {
   int step, steps;
   double loss, grad_norm, lr, step_ms, tokens_per_s;
+  double data_ms;            /* this rank's time reading the step's windows (data_loader.c), within step_ms */
   double gflops, mfu;        /* the step's model FLOPs (all ranks) per second, over the peak (NAN: unknown) */
   /* comm_ms: the all-gather, reduce-scatter and (HSDP) replicate streams' busy time,
    * added up; exposed_comm_ms: the compute thread's time blocked waiting for them. */

@@ -26,6 +26,7 @@ static void write_json_line(FILE *log, const char *log_path, const struct step_m
   cJSON_AddNumberToObject(o, "lr", m->lr);
   cJSON_AddNumberToObject(o, "step_ms", m->step_ms);
   cJSON_AddNumberToObject(o, "tokens_per_s", m->tokens_per_s);
+  cJSON_AddNumberToObject(o, "data_ms", m->data_ms);
   cJSON_AddNumberToObject(o, "gflops", m->gflops);
   cJSON_AddNumberToObject(o, "tflops", m->gflops / 1e3);
   if (!isnan(m->mfu)) cJSON_AddNumberToObject(o, "mfu", m->mfu);

@@ -172,9 +172,12 @@ static void forward_backward(struct trainer *t, int step) {
   float loss_scale = (t->scaler.scale > 0.0f ? t->scaler.scale : 1.0f) / (float)K;
   for (int k = 0; k < K; k++) {
     struct token_batch *batch = next_batch(t);
-    if (!t->planning)
+    if (!t->planning) {
+      double began = time_now_ms();
       data_loader_train_batch(&t->data, (uint64_t)(step - 1), (t->rank * K + k) * t->B, t->B, batch->inputs,
                               batch->targets);
+      t->data_ms += time_now_ms() - began;
+    }
     t->fsdp.requires_grad_sync = o->accum_mode == ACCUM_SHARDED || k == K - 1;
     forward(t, batch);
     o->family->backward(t->model, loss_scale);
@@ -256,6 +259,8 @@ void trainer_step(struct trainer *t, int step, struct step_metrics *m) {
   m->lr = lr;
   m->step_ms = step_ms;
   m->tokens_per_s = (double)t->B * t->T * t->world_size * o->grad_accum / (step_ms / 1000.0);
+  m->data_ms = t->data_ms;
+  t->data_ms = 0.0;
   m->gflops = t->flops_per_step / (step_ms * 1e6);
   m->mfu = t->peak_gflops > 0.0 ? m->gflops / t->peak_gflops : NAN;
   m->epoch = t->planning ? 0 : (long long)data_loader_epoch(&t->data, (uint64_t)(step - 1));

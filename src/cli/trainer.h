@@ -21,6 +21,7 @@ struct trainer {
   struct comm_mesh mesh; /* HSDP: the shard and replicate groups, when replicas > 1 */
   int planning; /* `fsdp plan`: no data is loaded or sampled, nothing validated or logged */
   struct data_loader data; /* --data's batches (none when planning) */
+  double data_ms;          /* reading the current step's windows, so far */
   struct fsdp_model fsdp;
   void *model; /* opt.family's */
   /* The host side of the batches' tokens, two in turn (train.c, next_batch). */
