@@ -29,6 +29,7 @@ fsdp_exe=$(readlink -f "$FSDP") || exit 2
 marker="FSDP_SLURM_TEST=$tmp"
 export FSDP_SLURM_TEST="$tmp"
 cleanup() {
+  kill "$budget_pid" 2>/dev/null
   [ -n "${jid:-}" ] && timeout 10 scancel "$jid" 2>/dev/null
   unset FSDP_SLURM_TEST SLURM_CONF
   for pass in 1 2 3 4 5 6 7 8 9 10; do # until none is left (a process may fork meanwhile)
@@ -45,7 +46,16 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-trap 'exit 2' INT TERM
+trap 'echo "FAIL: still running after ${BUDGET} s, or interrupted"; exit 2' INT TERM
+# The test's own bound, below ctest's TIMEOUT (300 s), so that its cleanup still runs.
+BUDGET=270
+(
+  trap 'kill "$s" 2>/dev/null; exit 0' TERM
+  sleep $BUDGET &
+  s=$!
+  wait "$s" && kill -TERM $$
+) &
+budget_pid=$!
 
 fail() {
   echo "FAIL: $*"
