@@ -63,22 +63,13 @@ static void open_source(struct window_source *w, const struct data_set *set, str
 
 static const char *width_name(int width) { return width == 1 ? "bytes" : width == 2 ? "uint16" : "uint32"; }
 
-void data_loader_open(struct data_loader *l, const struct train_options *o, int T, int G) {
-  memset(l, 0, sizeof *l);
-  FSDP_CHECK(T > 0 && G > 0);
-  l->T = T;
-  l->G = G;
-  double began = time_now_ms();
-  int vocab = o->config.vocab_size;
-  data_set_open(&l->train_set, "--data", o->data, o->data_format, o->tokenizer, vocab);
-  struct token_range *train, *val;
-  int n_train, n_val;
-  split(&l->train_set, o->val_data ? 0.0f : o->val_fraction, T, &train, &n_train, &val, &n_val);
-  if (count_windows(train, n_train) == 0)
-    too_little("training split", train, n_train, T, "lower --seq-len or --val-fraction, or use more data");
+/* The validation windows: --val-data's shards whole, or the tail ranges split off --data
+ * (val, n_val: taken over). */
+static void open_validation(struct data_loader *l, const struct train_options *o, struct token_range *val, int n_val) {
+  int T = l->T;
   if (o->val_data) {
     free(val);
-    data_set_open(&l->val_set, "--val-data", o->val_data, o->data_format, o->tokenizer, vocab);
+    data_set_open(&l->val_set, "--val-data", o->val_data, o->data_format, o->tokenizer, o->config.vocab_size);
     if (l->val_set.width != l->train_set.width)
       fsdp_fatal("--val-data holds %d-byte tokens, --data %d-byte ones: they must be of one tokenizer's kind",
                  l->val_set.width, l->train_set.width);
@@ -92,26 +83,41 @@ void data_loader_open(struct data_loader *l, const struct train_options *o, int 
   }
   l->val_windows = count_windows(val, n_val);
   l->has_val = l->val_windows > 0;
-  size_t needed = (size_t)o->val_batches * (size_t)G;
+  size_t needed = (size_t)o->val_batches * (size_t)l->G;
   if (l->has_val && o->val_every > 0 && needed > l->val_windows)
     fsdp_fatal("--val-batches %d: %d global batches of %d windows need %zu windows, but the validation %s holds %zu "
                "of --seq-len %d; lower --val-batches, or give more validation data",
-               o->val_batches, o->val_batches, G, needed, o->val_data ? "data (--val-data)" : "split (--val-fraction)",
-               l->val_windows, T);
-  open_source(&l->train, &l->train_set, train, n_train, o, T, 1);
-  if (l->has_val)
-    open_source(&l->val, o->val_data ? &l->val_set : &l->train_set, val, n_val, o, T, 0);
-  else
+               o->val_batches, o->val_batches, l->G, needed,
+               o->val_data ? "data (--val-data)" : "split (--val-fraction)", l->val_windows, T);
+  if (!l->has_val) {
     free(val);
+    return;
+  }
+  open_source(&l->val, o->val_data ? &l->val_set : &l->train_set, val, n_val, o, T, 0);
+  fsdp_log_info("data: validation: %zu windows (%s), the first %d global batch(es) of them read at each validation",
+                l->val_windows, o->val_data ? "--val-data" : "the tail of --data, --val-fraction", o->val_batches);
+}
+
+void data_loader_open(struct data_loader *l, const struct train_options *o, int T, int G) {
+  memset(l, 0, sizeof *l);
+  FSDP_CHECK(T > 0 && G > 0);
+  l->T = T;
+  l->G = G;
+  double began = time_now_ms();
+  data_set_open(&l->train_set, "--data", o->data, o->data_format, o->tokenizer, o->config.vocab_size);
+  struct token_range *train, *val;
+  int n_train, n_val;
+  split(&l->train_set, o->val_data ? 0.0f : o->val_fraction, T, &train, &n_train, &val, &n_val);
+  if (count_windows(train, n_train) == 0)
+    too_little("training split", train, n_train, T, "lower --seq-len or --val-fraction, or use more data");
+  open_source(&l->train, &l->train_set, train, n_train, o, T, 1);
   const struct data_set *s = &l->train_set;
   fsdp_log_info("data: %d shard(s) of %s (%s), %zu tokens: %zu in training, %llu windows of %d + 1 tokens an epoch "
-                "(%s ... %s), read with %s; headers checked in %.0f ms",
+                "(%s ... %s), read with %s; opened in %.0f ms",
                 s->n_shards, width_name(s->width), o->tokenizer ? "tokenized" : "streamed", s->n_tokens,
                 tokens_of(train, n_train), (unsigned long long)l->train.order.windows_per_epoch, T, s->shards[0].name,
                 s->shards[s->n_shards - 1].name, o->data_io, time_now_ms() - began);
-  if (l->has_val)
-    fsdp_log_info("data: validation: %zu windows (%s), the first %d global batch(es) of them read at each validation",
-                  l->val_windows, o->val_data ? "--val-data" : "the tail of --data, --val-fraction", o->val_batches);
+  open_validation(l, o, val, n_val);
 }
 
 static void read_rows(struct window_source *w, uint64_t u, int count, int T, int *inputs, int *targets) {
