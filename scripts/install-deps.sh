@@ -3,6 +3,7 @@
 set -euo pipefail
 packages=(build-essential cmake openmpi-bin libopenmpi-dev libdnnl-dev libcjson-dev
           libpcre2-dev # the tokenizer's pre-tokenizer patterns (Unicode classes, JIT)
+          zlib1g-dev # fsdp tokenize's gzip inputs (.jsonl.gz)
           clang libclang-rt-14-dev libomp-dev # scripts/fuzz.sh: clang, libFuzzer and clang's OpenMP
           python3 python3-torch python3-numpy python3-venv fortunes chromium
           iproute2 # ip and tc: the multi-node testbed (tests/testbed)

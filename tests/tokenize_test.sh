@@ -25,7 +25,7 @@ tokenize --tokenizer "$tmp/gpt2.json" --output "$tmp/two.bin" "$tmp/d1.txt" "$tm
 [ "$(files show "$tmp/two.bin" | tr '\n' '|')" = "20240520 1 8 0|264 116 257 32 259 264 97 258|" ] &&
   ok "two documents: GPT-2's header, uint16, <|endoftext|> before each" ||
   fail "two documents: $(files show "$tmp/two.bin" | tr '\n' '|') $(cat "$tmp/err")"
-grep -q "tokenize: 2 files, 11 bytes, 8 tokens (uint16)" "$tmp/err" && ok "the summary line" ||
+grep -q "tokenize: 2 files, 11 bytes in 2 documents, 8 tokens (uint16)" "$tmp/err" && ok "the summary line" ||
   fail "summary: $(cat "$tmp/err")"
 
 printf 'the in<|doc|>a the<|doc|>' >"$tmp/joined.txt"

@@ -6,8 +6,9 @@ later) and as "a b" strings. Over text with accents, CJK, emoji, combining marks
 space runs, digits, contractions, CRLF, added tokens, and a sample of every Unicode
 plane: fsdp's ids on 1 and 3 threads are HF's, document by document, each after the
 document token; decoding them gives the text back, through HF's decoder and bytewise;
-and for bytes that are not UTF-8 (which HF cannot take) decoding fsdp's ids gives the
-bytes back.
+for bytes that are not UTF-8 (which HF cannot take) decoding fsdp's ids gives the
+bytes back; and the same documents as a JSON Lines file, written as llm.c shards, give
+HF's ids, the validation shard first.
 
 Usage: tokenizer_hf_check.py path/to/fsdp TMPDIR   (the python of scripts/tokenizers-venv.sh)
 """
@@ -101,6 +102,26 @@ def fsdp_tokenize(tokenizer, files, threads):
     return list(struct.unpack_from(f"<{count}{code}", data, 1024))
 
 
+def fsdp_shards(tokenizer, jsonl, threads):
+    """fsdp tokenize of a JSONL file into shards of 1000 tokens, the first of 500: their ids,
+    the validation shard first, and each shard's count."""
+    prefix = os.path.join(TMP, "shards", "hf")
+    os.makedirs(os.path.dirname(prefix), exist_ok=True)
+    for old in os.listdir(os.path.dirname(prefix)):
+        os.remove(os.path.join(os.path.dirname(prefix), old))
+    subprocess.run([FSDP, "tokenize", "--tokenizer", tokenizer, "-o", prefix, "--threads", str(threads),
+                    "--jsonl-key", "text", "--shard-tokens", "1000", "--val-tokens", "500", jsonl],
+                   check=True, stderr=subprocess.DEVNULL)
+    names = sorted(os.listdir(os.path.dirname(prefix)), key=lambda n: int(n[-10:-4]))
+    ids, counts = [], []
+    for name in names:
+        data = open(os.path.join(os.path.dirname(prefix), name), "rb").read()
+        magic, version, count = struct.unpack_from("<3i", data)
+        ids += struct.unpack_from(f"<{count}{'H' if magic == 20240520 else 'I'}", data, 1024)
+        counts.append(count)
+    return ids, counts, names
+
+
 failures = []
 
 
@@ -158,6 +179,18 @@ def main():
         check(f"{style}: Hugging Face decodes fsdp's ids to the text", back, documents)
         check(f"{style}: fsdp's ids are the text's bytes", [decode_bytes(pairs, one)],
               ["".join(document_token + d for d in documents).encode()])
+        jsonl = os.path.join(TMP, "documents.jsonl")
+        with_nul = []
+        for d in documents:  # a NUL, which fsdp refuses in JSON (cJSON would cut the text there), left out
+            with_nul += [doc] + tok.encode(d.replace("\0", ""), add_special_tokens=False).ids
+        with open(jsonl, "w", encoding="utf-8") as f:
+            for d in documents:
+                f.write(json.dumps({"id": len(d), "text": d.replace("\0", "")}) + "\n")
+        ids, counts, names = fsdp_shards(pairs, jsonl, 3)
+        check(f"{style}: JSONL documents into shards, validation first: Hugging Face's ids", ids, with_nul)
+        check(f"{style}: shards of 500, then 1000 tokens each but the last",
+              [counts[0], set(counts[1:-1]), 0 < counts[-1] <= 1000, names[0], names[1]],
+              [500, {1000}, True, "hf_val_000000.bin", "hf_train_000001.bin"])
         got = fsdp_tokenize(pairs, invalid_paths, 2)
         check(f"{style}: bytes that are not UTF-8 come back from fsdp's ids", [decode_bytes(pairs, got)],
               [b"".join(document_token.encode() + raw for raw in invalid)])

@@ -13,7 +13,7 @@ static void print_usage(FILE *out) {
         "  eval     the mean loss of a model over fixed windows of a token file (or of text, with --tokenizer)\n"
         "  export   write a model as Hugging Face safetensors and config.json\n"
         "  sample   generate tokens from a prompt with a KV cache (one rank)\n"
-        "  tokenize encode text files into a token file with a Hugging Face tokenizer.json\n"
+        "  tokenize encode text or JSONL files into a token file, or llm.c shards, with a Hugging Face tokenizer.json\n"
         "  memviz   draw a memory snapshot of train as an HTML page or SVG image\n"
         "  traceviz draw a step of a trace of train as an SVG timeline of compute and communication\n"
         "\n"

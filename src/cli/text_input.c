@@ -5,8 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "byte_source.h"
 #include "fsdp/error.h"
-#include "fsdp/input_file.h"
 #include "fsdp/timer.h"
 
 enum { BLOCK_BYTES = 1 << 20 };
@@ -22,47 +22,75 @@ static const char *find_separator(const char *p, size_t n, const struct text_sep
   return NULL;
 }
 
-void text_input_file(struct text_stream *s, const char *what, const char *path, const struct text_separator *sep,
-                     struct text_progress *progress) {
-  struct input_file f;
-  input_file_open(&f, what, path);
+void text_input_read(const char *what, const char *path, const struct text_separator *sep,
+                     const struct document_sink *sink) {
+  struct byte_source src;
+  byte_source_open(&src, what, path);
   int splitting = sep && sep->n > 0;
   /* A separator cut by a block's end is found in the next: its first n - 1 bytes wait there. */
   size_t keep = splitting ? sep->n - 1 : 0, carried = 0;
   char *buf = fsdp_xmalloc(BLOCK_BYTES + keep);
-  for (size_t offset = 0; offset < f.size;) {
-    size_t n = f.size - offset < BLOCK_BYTES ? f.size - offset : BLOCK_BYTES;
-    input_file_read_at(&f, what, buf + carried, n, offset);
-    offset += n;
-    if (progress) text_progress_add(progress, n);
+  for (;;) {
+    size_t file_bytes, n = byte_source_read(&src, buf + carried, BLOCK_BYTES, &file_bytes);
+    if (sink->read) sink->read(sink->context, file_bytes);
     size_t avail = carried + n, start = 0;
     for (const char *hit; splitting && (hit = find_separator(buf + start, avail - start, sep));) {
-      text_stream_write(s, buf + start, (size_t)(hit - buf) - start);
-      text_stream_end_document(s);
+      sink->write(sink->context, buf + start, (size_t)(hit - buf) - start);
+      sink->end(sink->context);
       start = (size_t)(hit - buf) + sep->n;
     }
-    size_t stop = avail;
-    if (offset < f.size) stop = avail - start > keep ? avail - keep : start;
-    text_stream_write(s, buf + start, stop - start);
+    if (n == 0) { /* the end: what is carried cannot start a separator any more */
+      sink->write(sink->context, buf + start, avail - start);
+      break;
+    }
+    size_t stop = avail - start > keep ? avail - keep : start;
+    sink->write(sink->context, buf + start, stop - start);
     memmove(buf, buf + stop, avail - stop);
     carried = avail - stop;
   }
-  text_stream_end_document(s);
-  input_file_close(&f);
+  sink->end(sink->context);
+  byte_source_close(&src);
   free(buf);
+}
+
+struct stream_sink {
+  struct text_stream *stream;
+  struct text_progress *progress;
+};
+
+static void stream_write(void *context, const void *text, size_t n) {
+  text_stream_write(((struct stream_sink *)context)->stream, text, n);
+}
+
+static void stream_end(void *context) { text_stream_end_document(((struct stream_sink *)context)->stream); }
+
+static void stream_read(void *context, size_t file_bytes) {
+  struct stream_sink *s = context;
+  if (s->progress) text_progress_add(s->progress, file_bytes);
+}
+
+void text_input_file(struct text_stream *s, const char *what, const char *path, const struct text_separator *sep,
+                     struct text_progress *progress) {
+  struct stream_sink context = {s, progress};
+  struct document_sink sink = {stream_write, stream_end, stream_read, &context};
+  text_input_read(what, path, sep, &sink);
 }
 
 void text_progress_add(struct text_progress *p, size_t bytes) {
   double now = time_now_ms();
-  if (p->done == 0) p->start_ms = p->shown_ms = now;
+  if (p->start_ms == 0) p->start_ms = p->shown_ms = now;
   p->done += bytes;
   if (p->total < PROGRESS_MIN_BYTES || now - p->shown_ms < PROGRESS_EVERY_MS) return;
   p->shown_ms = now;
   int tty = isatty(STDERR_FILENO);
   double seconds = (now - p->start_ms) / 1000.0;
-  fprintf(stderr, "%stokenize: %.0f of %.0f MB read (%.0f%%), %.1f MB/s%s", tty ? "\r" : "", (double)p->done / 1e6,
+  char tokens[96] = "";
+  if (p->tokens)
+    snprintf(tokens, sizeof tokens, ", %.1fM tokens (%.2fM tokens/s)", (double)p->tokens / 1e6,
+             seconds > 0 ? (double)p->tokens / 1e6 / seconds : 0.0);
+  fprintf(stderr, "%stokenize: %.0f of %.0f MB read (%.0f%%), %.1f MB/s%s%s", tty ? "\r" : "", (double)p->done / 1e6,
           (double)p->total / 1e6, 100.0 * (double)p->done / (double)p->total,
-          seconds > 0 ? (double)p->done / 1e6 / seconds : 0.0, tty ? "" : "\n");
+          seconds > 0 ? (double)p->done / 1e6 / seconds : 0.0, tokens, tty ? "\033[K" : "\n");
   fflush(stderr);
   p->shown = 1;
 }

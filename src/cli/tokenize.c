@@ -1,49 +1,70 @@
-/* `fsdp tokenize`: text files to an llm.c token file with a Hugging Face tokenizer.json.
- * Each file is a document (or each stretch between --document-separator's bytes), and
- * each document starts with the document token. The output is llm.c's: a header of 256
- * int32 (GPT-2's magic and uint16 tokens when every id fits, else Llama 3's and uint32),
- * then the ids; written to a temporary name, synced and renamed. */
+/* `fsdp tokenize`: text files, or JSON Lines files' documents, to llm.c token files with a
+ * Hugging Face tokenizer.json, at data-set scale. Each text file is a document (or each
+ * stretch between --document-separator's bytes), each JSONL line's --jsonl-key string is
+ * one, and each document starts with the document token, as llm.c's data scripts write
+ * them. Three stages run at once: a thread reads (document_reader.c: inflating gzip,
+ * parsing JSON), the encoder's threads encode windows of documents (src/text), and a
+ * thread writes (token_output.c: one OUT.bin, or shards of --shard-tokens named as
+ * llm.c's fineweb.py names them, each under a temporary name until all are complete). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "document_reader.h"
 #include "fsdp/cli.h"
 #include "fsdp/error.h"
-#include "fsdp/file_commit.h"
 #include "fsdp/input_file.h"
 #include "fsdp/text.h"
 #include "fsdp/timer.h"
 #include "text_input.h"
+#include "token_output.h"
 
-enum { LLMC_HEADER_INTS = 256, OUTPUT_BUFFER_BYTES = 1 << 20 };
+/* llm.c's fineweb.py's shard: 10^8 tokens. */
+#define DEFAULT_SHARD_TOKENS 100000000L
+/* The encoder's window a thread (text_stream_create's default), which the reader may be
+ * ahead by. */
+enum { WINDOW_BYTES_PER_THREAD = 8 << 20 };
 
 struct tokenize_options {
-  const char *tokenizer, *output, *document_token;
+  const char *tokenizer, *output, *document_token, *jsonl_key;
   struct text_separator separator; /* decoded from --document-separator */
+  long shard_tokens, val_tokens;   /* -1: not given */
   int threads;
   char **files;
   int n_files;
 };
 
 static void print_help(void) {
-  printf("usage: fsdp tokenize --tokenizer tokenizer.json --output OUT.bin [options] FILE...\n"
+  printf("usage: fsdp tokenize --tokenizer tokenizer.json --output OUT.bin|PREFIX [options] FILE...\n"
          "\n"
-         "Encodes text files with a Hugging Face tokenizer.json (byte-level BPE, as GPT-2's and Llama 3's) into\n"
-         "an llm.c token file for fsdp train --data: a header, then uint16 ids when the vocabulary has at most\n"
-         "65536 tokens (llm.c's GPT-2 format), else uint32 (its Llama 3 format). Each FILE is a document, and\n"
-         "each document starts with the document token.\n"
+         "Encodes text files, or JSON Lines files with --jsonl-key, with a Hugging Face tokenizer.json (byte-level\n"
+         "BPE, as GPT-2's and Llama 3's) into llm.c token files for fsdp train --data: a header, then uint16 ids\n"
+         "when the vocabulary has at most 65536 tokens (llm.c's GPT-2 format), else uint32 (its Llama 3 format).\n"
+         "Each FILE is a document (each line of a JSONL file is one), and each document starts with the document\n"
+         "token, as llm.c's data scripts write them. gzip files are inflated. --output OUT.bin writes one file;\n"
+         "--output PREFIX (not ending in .bin) writes shards of --shard-tokens as llm.c's fineweb.py does:\n"
+         "PREFIX_val_000000.bin first (the validation shard), then PREFIX_train_000001.bin, ... Every file is\n"
+         "written under a temporary name and renamed only once all are complete.\n"
          "\n"
          "options:\n"
          "  --tokenizer FILE              the tokenizer.json (required)\n"
-         "  --output FILE, -o FILE        the token file written (required)\n"
-         "  --document-separator TEXT     also end a document at each TEXT within a file (dropped from the\n"
+         "  --output OUT.bin|PREFIX, -o   the token file, or the shards' prefix (required)\n"
+         "  --shard-tokens N              PREFIX: tokens a shard (default 100M, llm.c's; K, M, G: 10^3, 10^6, 10^9);\n"
+         "                                a document goes on in the next shard, the last shard holds the rest\n"
+         "  --val-tokens N                PREFIX: tokens of the first shard, PREFIX_val_000000.bin (default: a\n"
+         "                                shard's); 0: no validation shard, PREFIX_train_000000.bin first\n"
+         "  --jsonl-key KEY               every FILE is JSON Lines: each line an object whose string member KEY\n"
+         "                                is a document (FineWeb's and most data sets': text); a line that is\n"
+         "                                not stops the run naming the file and the line\n"
+         "  --document-separator TEXT     also end a document at each TEXT within a text file (dropped from the\n"
          "                                text; \\n, \\r, \\t and \\\\ are read as escapes), e.g. '<|endoftext|>'\n"
          "  --document-token TOKEN|none   the added token put before each document (default: <|begin_of_text|>\n"
-         "                                where the tokenizer has it, else <|endoftext|>)\n"
-         "  --threads N                   threads that encode (default: the cores this process may use); the\n"
-         "                                ids do not depend on it\n"
+         "                                where the tokenizer has it, else <|endoftext|>: llm.c's choice)\n"
+         "  --threads N                   threads that encode (default: the cores this process may use; one\n"
+         "                                more reads and one writes); the ids do not depend on it\n"
          "  -h, --help                    this text\n");
 }
 
@@ -76,9 +97,46 @@ static int parse_threads(const char *text) {
   return (int)v;
 }
 
+/* A count of tokens: digits, perhaps then K, M or G (10^3, 10^6, 10^9), from min to
+ * llm.c's most a file may count (2^31 - 1). */
+static long parse_tokens(const char *flag, const char *text, long min) {
+  char *end;
+  errno = 0;
+  long v = strtol(text, &end, 10);
+  long scale = *end == 'K' ? 1000L : *end == 'M' ? 1000000L : *end == 'G' ? 1000000000L : 1L;
+  if (scale > 1) end++;
+  if (text[0] < '0' || text[0] > '9' || *end || errno == ERANGE || v > INT32_MAX / scale || v * scale < min)
+    fsdp_fatal("%s: must be a count of tokens from %ld to %d (K, M, G for 10^3, 10^6, 10^9), got '%s'", flag, min,
+               INT32_MAX, text);
+  return v * scale;
+}
+
+static int ends_with(const char *s, const char *tail) {
+  size_t n = strlen(s), k = strlen(tail);
+  return n >= k && strcmp(s + n - k, tail) == 0;
+}
+
+/* OUT.bin is one file; anything else names shards, and must say their name, not only
+ * their folder. */
+static void check_output(const struct tokenize_options *o) {
+  if (ends_with(o->output, ".bin")) {
+    if (o->shard_tokens >= 0 || o->val_tokens >= 0)
+      fsdp_fatal("%s: --output '%s' is one file; give --output a prefix (not ending in .bin), e.g. 'data/fineweb', "
+                 "to write shards", o->shard_tokens >= 0 ? "--shard-tokens" : "--val-tokens", o->output);
+    return;
+  }
+  struct stat st;
+  if (ends_with(o->output, "/") || (stat(o->output, &st) == 0 && S_ISDIR(st.st_mode)))
+    fsdp_fatal("--output '%s' is a folder: give the shards' prefix in it, e.g. '%s%sfineweb' writes "
+               "%s%sfineweb_val_000000.bin, %s%sfineweb_train_000001.bin, ...", o->output, o->output,
+               ends_with(o->output, "/") ? "" : "/", o->output, ends_with(o->output, "/") ? "" : "/", o->output,
+               ends_with(o->output, "/") ? "" : "/");
+}
+
 /* Returns 1 when --help was printed. */
 static int parse(int argc, char **argv, struct tokenize_options *o) {
   memset(o, 0, sizeof *o);
+  o->shard_tokens = o->val_tokens = -1;
   o->files = fsdp_xcalloc((size_t)argc + 1, sizeof *o->files);
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -91,9 +149,9 @@ static int parse(int argc, char **argv, struct tokenize_options *o) {
     size_t name_len = strcspn(name, "=");
     const char *value = name[name_len] == '=' ? name + name_len + 1 : NULL;
     static const char *const FLAGS[] = {"--tokenizer", "--output", "--document-separator", "--document-token",
-                                        "--threads"};
+                                        "--threads", "--jsonl-key", "--shard-tokens", "--val-tokens"};
     int flag = -1;
-    for (int f = 0; f < 5; f++)
+    for (int f = 0; f < (int)(sizeof FLAGS / sizeof *FLAGS); f++)
       if (strlen(FLAGS[f]) == name_len && strncmp(FLAGS[f], name, name_len) == 0) flag = f;
     if (flag < 0) fsdp_fatal("unknown flag '%.*s' (see fsdp tokenize --help)", (int)name_len, name);
     if (!value) {
@@ -107,11 +165,18 @@ static int parse(int argc, char **argv, struct tokenize_options *o) {
       case 2: o->separator = decode_separator(value); break;
       case 3: o->document_token = value; break;
       case 4: o->threads = parse_threads(value); break;
+      case 5: o->jsonl_key = value; break;
+      case 6: o->shard_tokens = parse_tokens(FLAGS[flag], value, 1); break;
+      case 7: o->val_tokens = parse_tokens(FLAGS[flag], value, 0); break;
     }
   }
   if (!o->tokenizer) fsdp_fatal("--tokenizer is required (see fsdp tokenize --help)");
   if (!o->output) fsdp_fatal("--output is required (see fsdp tokenize --help)");
   if (o->n_files == 0) fsdp_fatal("no input files (see fsdp tokenize --help)");
+  if (o->jsonl_key && o->separator.n)
+    fsdp_fatal("--document-separator and --jsonl-key: each line of a JSONL file is a document; the separator cuts "
+               "text files");
+  check_output(o);
   if (!o->threads) o->threads = text_available_cores();
   return 0;
 }
@@ -132,72 +197,49 @@ static int document_token(const struct tokenize_options *o, const struct text_to
   return id;
 }
 
-/* The llm.c token file being written: ids as they come, the header (with their count)
- * last. */
-struct token_output {
-  const char *path;
-  char *tmp;
-  int fd;
-  int width; /* 2 or 4 */
-  uint32_t magic, version;
-  size_t count;
-  unsigned char *buffer;
-  size_t used;
+/* What the encoder's ids go to: the output, and the count the progress line shows. */
+struct ids_sink {
+  struct token_output *out;
+  struct text_progress *progress;
 };
 
-/* The temporary file of the output being written, removed when the job ends on an error
- * (a bad pattern met mid-text, a full disk): the real name is never touched before the
- * commit, and no half-written file is left beside it. */
-static const char *partial_output;
-
-static void remove_partial_output(int exit_code) {
-  (void)exit_code;
-  if (partial_output) remove(partial_output);
+static void ids_to_output(void *context, const uint32_t *ids, size_t n) {
+  struct ids_sink *sink = context;
+  token_output_ids(sink->out, ids, n);
+  sink->progress->tokens += n;
 }
 
-static void output_flush(struct token_output *out) {
-  file_commit_write(out->fd, out->tmp, out->buffer, out->used);
-  out->used = 0;
-}
+struct text_count {
+  size_t bytes, documents;
+  int open; /* the current document has text */
+};
 
-static void output_ids(void *context, const uint32_t *ids, size_t n) {
-  struct token_output *out = context;
-  if (out->count + n > INT32_MAX)
-    fsdp_fatal("--output '%s': more than %d tokens, which llm.c's header cannot count; split the input", out->path,
-               INT32_MAX);
-  out->count += n;
-  for (size_t i = 0; i < n; i++) {
-    if (out->used + 4 > OUTPUT_BUFFER_BYTES) output_flush(out);
-    for (int b = 0; b < out->width; b++) out->buffer[out->used++] = (unsigned char)(ids[i] >> (8 * b));
+/* A block's documents into the stream, counted. */
+static void feed(struct text_stream *s, const struct document_block *b, struct text_count *count) {
+  size_t at = 0;
+  for (size_t i = 0; i < b->n_pieces; i++) {
+    const struct document_piece *p = &b->pieces[i];
+    text_stream_write(s, b->text + at, p->n);
+    at += p->n;
+    count->bytes += p->n;
+    count->open |= p->n > 0;
+    if (p->ends) {
+      text_stream_end_document(s);
+      count->documents += (size_t)count->open; /* the stream skips a document without text */
+      count->open = 0;
+    }
   }
 }
 
-static void output_open(struct token_output *out, const char *path, int vocab_size) {
-  memset(out, 0, sizeof *out);
-  out->path = path;
-  out->width = vocab_size <= 65536 ? 2 : 4;
-  out->magic = out->width == 2 ? 20240520 : 20240801;
-  out->version = out->width == 2 ? 1 : 7;
-  out->tmp = file_commit_temp_path(path);
-  out->fd = file_commit_create(out->tmp);
-  partial_output = out->tmp;
-  fsdp_set_abort_handler(remove_partial_output);
-  out->buffer = fsdp_xmalloc(OUTPUT_BUFFER_BYTES);
-  unsigned char header[LLMC_HEADER_INTS * 4] = {0}; /* the real one once the count is known */
-  file_commit_write(out->fd, out->tmp, header, sizeof header);
-}
+/* What a job that ends on an error stops first: the reading threads, then the writer,
+ * whose temporary files go (token_output.h). */
+static struct document_reader *active_reader;
+static struct token_output *active_output;
 
-static void output_finish(struct token_output *out) {
-  output_flush(out);
-  unsigned char header[LLMC_HEADER_INTS * 4] = {0};
-  uint32_t fields[3] = {out->magic, out->version, (uint32_t)out->count};
-  for (int f = 0; f < 3; f++)
-    for (int b = 0; b < 4; b++) header[4 * f + b] = (unsigned char)(fields[f] >> (8 * b));
-  file_commit_write_at(out->fd, out->tmp, header, sizeof header, 0);
-  file_commit_finish(out->fd, out->tmp, out->path);
-  partial_output = NULL;
-  free(out->tmp);
-  free(out->buffer);
+static void stop_partial_work(int exit_code) {
+  (void)exit_code;
+  if (active_reader) document_reader_stop(active_reader);
+  if (active_output) token_output_abandon(active_output);
 }
 
 int fsdp_tokenize_main(int argc, char **argv) {
@@ -217,20 +259,57 @@ int fsdp_tokenize_main(int argc, char **argv) {
     input_file_close(&f);
   }
   double start = time_now_ms();
-  struct token_output out;
-  output_open(&out, o.output, text_tokenizer_vocab_size(t));
+  progress.start_ms = progress.shown_ms = start;
+  int sharded = !ends_with(o.output, ".bin");
+  long shard_tokens = o.shard_tokens >= 0 ? o.shard_tokens : DEFAULT_SHARD_TOKENS;
+  struct token_output_plan plan = {
+      .output = o.output, .sharded = sharded, .shard_tokens = (size_t)shard_tokens,
+      .val_tokens = (size_t)(o.val_tokens >= 0 ? o.val_tokens : shard_tokens),
+      .vocab_size = text_tokenizer_vocab_size(t),
+      /* buffers of 2^20 ids: a window of 8 MiB a thread is about 2.5 million ids a thread */
+      .ahead = 3 * o.threads + 2};
+  fsdp_set_abort_handler(stop_partial_work);
+  struct token_output *out = active_output = token_output_open(&plan);
   struct text_encoder *e = text_encoder_create(t, o.threads, 0);
-  struct text_stream *s = text_stream_create(e, 0, token, output_ids, &out);
-  for (int i = 0; i < o.n_files; i++) text_input_file(s, "input", o.files[i], &o.separator, &progress);
+  struct ids_sink sink = {out, &progress};
+  struct text_stream *s = text_stream_create(e, 0, token, ids_to_output, &sink);
+  struct document_files files = {o.files, o.n_files, o.jsonl_key, &o.separator};
+  /* Parsing JSON costs about a tenth of encoding: a parser for every 8 encoding threads. */
+  struct document_reader *reader = active_reader =
+      document_reader_start(&files, 1 + o.threads / 8, (size_t)WINDOW_BYTES_PER_THREAD * (size_t)o.threads);
+  struct text_count count = {0};
+  for (struct document_block *b; (b = document_reader_next(reader));) {
+    feed(s, b, &count);
+    text_progress_add(&progress, b->file_bytes);
+    document_block_free(b);
+  }
+  active_reader = NULL;
+  document_reader_finish(reader);
   text_stream_finish(s);
-  if (out.count == 0) /* no token file at all rather than one that training refuses (the .tmp removed) */
-    fsdp_fatal("the input files hold no text: nothing written to '%s'", o.output);
-  output_finish(&out);
+  size_t tokens = token_output_count(out);
+  if (tokens == 0) /* no token file at all rather than one that training refuses (the .tmp removed) */
+    fsdp_fatal("the input files hold no text: nothing written to '%s%s'", o.output, sharded ? "_*.bin" : "");
+  const char *const *names;
+  int n_names = token_output_finish(out, &names);
+  active_output = NULL;
   text_progress_done(&progress);
   double seconds = (time_now_ms() - start) / 1000.0;
-  fprintf(stderr, "tokenize: %d file%s, %zu bytes, %zu tokens (uint%d) in %.2f s (%.1f MB/s, %d thread%s): %s\n",
-          o.n_files, o.n_files == 1 ? "" : "s", progress.done, out.count, 8 * out.width, seconds,
-          seconds > 0 ? (double)progress.done / 1e6 / seconds : 0.0, o.threads, o.threads == 1 ? "" : "s", o.output);
+  char written[1200];
+  if (sharded)
+    snprintf(written, sizeof written, "%d shard%s, %s%s%s", n_names, n_names == 1 ? "" : "s", names[0],
+             n_names > 1 ? " to " : "", n_names > 1 ? names[n_names - 1] : "");
+  else
+    snprintf(written, sizeof written, "%s", names[0]);
+  fprintf(stderr, "tokenize: %d file%s, %zu bytes in %zu document%s, %zu tokens (uint%d) in %.2f s (%.1f MB/s, "
+          "%.2fM tokens/s, %d thread%s): %s\n", o.n_files, o.n_files == 1 ? "" : "s", count.bytes, count.documents,
+          count.documents == 1 ? "" : "s", tokens, 8 * token_output_width(out), seconds,
+          seconds > 0 ? (double)count.bytes / 1e6 / seconds : 0.0, seconds > 0 ? (double)tokens / 1e6 / seconds : 0.0,
+          o.threads, o.threads == 1 ? "" : "s", written);
+  if (sharded && n_names == 1 && plan.val_tokens > 0)
+    fprintf(stderr, "tokenize: warning: every token went to the validation shard %s, and no training shard was "
+            "written: lower --val-tokens (or 0 for none)\n", names[0]);
+  token_output_warn_stale(out);
+  token_output_free(out);
   text_encoder_free(e);
   text_tokenizer_free(t);
   free((char *)o.separator.bytes);

@@ -1,0 +1,132 @@
+/* JSON Lines files as documents. Lines are parsed by cJSON one at a time, so a file never
+ * has to fit in memory; only a line does. */
+#define _GNU_SOURCE /* memmem, memrchr */
+#include <cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonl_input.h"
+
+#include "byte_source.h"
+#include "fsdp/error.h"
+
+enum { READ_BYTES = 1 << 20 };
+
+struct jsonl_file {
+  const char *what, *path, *key;
+  const struct document_sink *sink;
+  long line; /* the number of the line being read, from 1 */
+};
+
+static int blank(const char *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r' && p[i] != '\n') return 0;
+  return 1;
+}
+
+/* Where JSON text escapes a NUL (\u0000, its backslash not itself escaped), which cJSON
+ * decodes into a C string that ends there; -1 if nowhere. (tokenizer_json.c refuses the
+ * same in a tokenizer.json.) */
+static long nul_escape(const char *text, size_t length) {
+  for (const char *at = text; (at = memmem(at, length - (size_t)(at - text), "u0000", 5)); at += 5) {
+    size_t backslashes = 0;
+    while (at - backslashes > text && at[-1 - (long)backslashes] == '\\') backslashes++;
+    if (backslashes % 2 == 1) return (long)(at - 1 - text);
+  }
+  return -1;
+}
+
+static const char *kind(const cJSON *v) {
+  return cJSON_IsNull(v) ? "null" : cJSON_IsBool(v) ? "a boolean" : cJSON_IsNumber(v) ? "a number"
+         : cJSON_IsString(v) ? "a string" : cJSON_IsArray(v) ? "an array" : "an object";
+}
+
+static void line_document(struct jsonl_file *f, const char *p, size_t n) {
+  if (f->line == 1 && n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0) { /* a byte order mark */
+    p += 3;
+    n -= 3;
+  }
+  if (blank(p, n)) return;
+  /* JSON has no raw control characters, which cJSON lets through in strings: a NUL there
+   * would cut the text short unseen; so would an escaped one. */
+  const char *nul = memchr(p, 0, n);
+  if (nul)
+    fsdp_fatal("%s '%s': line %ld: a NUL byte (at byte %ld of the line), which JSON text cannot hold", f->what,
+               f->path, f->line, (long)(nul - p) + 1);
+  long escape = nul_escape(p, n);
+  if (escape >= 0)
+    fsdp_fatal("%s '%s': line %ld: a \\u0000 escape (at byte %ld of the line): a NUL inside a string is not "
+               "supported (it would cut the text)", f->what, f->path, f->line, escape + 1);
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithLengthOpts(p, n, &end, 0);
+  if (!root)
+    fsdp_fatal("%s '%s': line %ld: not JSON (it goes wrong at byte %ld of the line)", f->what, f->path, f->line,
+               end ? (long)(end - p) + 1 : 1L);
+  if (!blank(end, n - (size_t)(end - p)))
+    fsdp_fatal("%s '%s': line %ld: more after the JSON value (at byte %ld of the line): a JSON Lines file holds "
+               "one value a line", f->what, f->path, f->line, (long)(end - p) + 1);
+  if (!cJSON_IsObject(root))
+    fsdp_fatal("%s '%s': line %ld: %s, not a JSON object", f->what, f->path, f->line, kind(root));
+  const cJSON *text = cJSON_GetObjectItemCaseSensitive(root, f->key);
+  if (!text)
+    fsdp_fatal("%s '%s': line %ld: no member \"%s\" (--jsonl-key)", f->what, f->path, f->line, f->key);
+  if (!cJSON_IsString(text) || !text->valuestring)
+    fsdp_fatal("%s '%s': line %ld: \"%s\" is %s, not a string", f->what, f->path, f->line, f->key, kind(text));
+  f->sink->write(f->sink->context, text->valuestring, strlen(text->valuestring));
+  f->sink->end(f->sink->context);
+  cJSON_Delete(root);
+}
+
+void jsonl_input_lines(const char *what, const char *path, const char *key, const char *lines, size_t n,
+                       long first_line, const struct document_sink *sink) {
+  struct jsonl_file f = {what, path, key, sink, first_line};
+  size_t start = 0;
+  for (const char *newline; (newline = memchr(lines + start, '\n', n - start));) {
+    line_document(&f, lines + start, (size_t)(newline - lines) - start);
+    f.line++;
+    start = (size_t)(newline - lines) + 1;
+  }
+  if (start < n) line_document(&f, lines + start, n - start); /* a last line without its newline */
+}
+
+static long count_lines(const char *p, size_t n) {
+  long lines = 0;
+  for (const char *end = p + n; (p = memchr(p, '\n', (size_t)(end - p))); p++) lines++;
+  return lines;
+}
+
+void jsonl_input_chunks(const char *what, const char *path, size_t chunk_bytes, jsonl_chunk_fn *fn, void *context) {
+  struct byte_source src;
+  byte_source_open(&src, what, path);
+  long line = 1;
+  size_t cap = chunk_bytes + READ_BYTES, len = 0, file_bytes = 0; /* buf[0, len): what no chunk took yet */
+  char *buf = fsdp_xmalloc(cap);
+  for (;;) {
+    if (cap - len < READ_BYTES) { /* a line longer than a chunk */
+      if (len > INPUT_JSON_MAX_BYTES && !memchr(buf, '\n', len))
+        fsdp_fatal("%s '%s': line %ld is longer than %d MiB", what, path, line, INPUT_JSON_MAX_BYTES >> 20);
+      buf = fsdp_xrealloc(buf, cap *= 2);
+    }
+    size_t read, n = byte_source_read(&src, buf + len, cap - len, &read);
+    len += n;
+    file_bytes += read;
+    if (n == 0) break;
+    const char *last = len >= chunk_bytes ? memrchr(buf, '\n', len) : NULL;
+    if (!last) continue;
+    /* The chunk keeps this buffer; the rest, a part of a line, starts another. */
+    size_t whole = (size_t)(last - buf) + 1, rest = len - whole;
+    char *next = fsdp_xmalloc(cap);
+    memcpy(next, buf + whole, rest);
+    long lines = count_lines(buf, whole);
+    fn(context, buf, whole, line, file_bytes);
+    line += lines;
+    buf = next;
+    len = rest;
+    file_bytes = 0;
+  }
+  if (len > 0 || file_bytes > 0)
+    fn(context, buf, len, line, file_bytes);
+  else
+    free(buf);
+  byte_source_close(&src);
+}
