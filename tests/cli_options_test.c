@@ -1,7 +1,7 @@
 /* Options of train and plan that parse: the defaults, which the flag table applies
  * through each flag's own parser, are the values they were as constants, and the
- * overlap ones are the runtime's; --device; --model first whatever the order; the GPU peaks of the MFU. Bad
- * input is cli_errors_test.sh's. */
+ * overlap ones are the runtime's; --device; --model first whatever the order; the GPU peaks of the MFU and
+ * aarch64's CPU names in its cache key. Bad input is cli_errors_test.sh's. */
 #include <stdio.h>
 #include <string.h>
 
@@ -92,11 +92,38 @@ static void test_gpu_peaks(void) {
   }
 }
 
+/* aarch64's CPU names for the peak cache's key (src/cli/mfu.c), from /proc/cpuinfo as
+ * Graviton 3, Grace, AmpereOne and an unknown part write it, and where it has a model
+ * name only or nothing of either. */
+static void test_arm_cpu_names(void) {
+  static const struct {
+    const char *cpuinfo, *name;
+  } cases[] = {
+      {"processor\t: 0\nBogoMIPS\t: 2100.00\nFeatures\t: fp asimd sve\nCPU implementer\t: 0x41\n"
+       "CPU architecture: 8\nCPU variant\t: 0x1\nCPU part\t: 0xd40\nCPU revision\t: 1\n\n"
+       "processor\t: 1\nCPU implementer\t: 0x41\nCPU part\t: 0xd0c\n",
+       "ARM Neoverse-V1"},
+      {"processor\t: 0\nCPU implementer\t: 0x41\nCPU part\t: 0xd4f\n", "ARM Neoverse-V2"},
+      {"CPU implementer\t: 0xc0\nCPU part\t: 0xac3", "Ampere Ampere-1"},
+      {"CPU implementer\t: 0x4e\nCPU part\t: 0x004\n", "aarch64 implementer 0x4e part 0x004"},
+      {"processor\t: 0\nmodel name\t: Intel(R) Xeon(R) CPU @ 2.20GHz\nflags\t\t: fpu\n",
+       "Intel(R) Xeon(R) CPU @ 2.20GHz"},
+      {"processor\t: 0\ncpu\t\t: POWER9\n", "unknown"},
+      {"", "unknown"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char name[64];
+    mfu_cpu_name_from_cpuinfo(cases[i].cpuinfo, name, sizeof name);
+    EXPECT(strcmp(name, cases[i].name) == 0, "case %zu: '%s', want '%s'", i, name, cases[i].name);
+  }
+}
+
 int main(void) {
   test_defaults();
   test_train_defaults_match_plan();
   test_device();
   test_model_first();
   test_gpu_peaks();
+  test_arm_cpu_names();
   return check_summary("cli_options_test");
 }

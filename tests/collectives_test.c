@@ -92,7 +92,7 @@ static double reduced(const struct suite *s, size_t i, enum comm_dtype dtype,
   for (int r = 0; r < size; r++) {
     double v = contribution(s, r, i, dtype);
     sum += v;
-    max = fmax(max, v);
+    if (v > max) max = v; /* not fmax: gcc 12's vectorizer fails on that reduction for aarch64 (an ICE) */
   }
   if (op == COMM_MAX) return max;
   if (op == COMM_SUM) return sum;

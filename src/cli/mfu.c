@@ -90,10 +90,65 @@ static double probe_gflops(enum dtype d) {
 
 /* ---- the cache: lines "GFLOPS KEY" ---- */
 
-/* The processor's brand string (cpuid), the machine's part of the key. */
+/* aarch64's cores by their MIDR's implementer and part, as lscpu names them: the servers'
+ * (Graviton 2 to 4, Grace, Altra, AmpereOne, Kunpeng, A64FX) and a few boards'. */
+static const struct {
+  unsigned implementer, part;
+  const char *name;
+} ARM_PARTS[] = {
+    {0x41, 0xd08, "ARM Cortex-A72"},        {0x41, 0xd0b, "ARM Cortex-A76"},  {0x41, 0xd0c, "ARM Neoverse-N1"},
+    {0x41, 0xd40, "ARM Neoverse-V1"},       {0x41, 0xd49, "ARM Neoverse-N2"}, {0x41, 0xd4f, "ARM Neoverse-V2"},
+    {0x41, 0xd84, "ARM Neoverse-V3"},       {0x41, 0xd8e, "ARM Neoverse-N3"}, {0x46, 0x001, "Fujitsu A64FX"},
+    {0x48, 0xd01, "HiSilicon Kunpeng-920"}, {0xc0, 0xac3, "Ampere Ampere-1"}, {0xc0, 0xac4, "Ampere Ampere-1a"},
+};
+
+void mfu_cpu_name_from_cpuinfo(const char *cpuinfo, char *out, size_t size) {
+  unsigned implementer = 0, part = 0;
+  int have_implementer = 0, have_part = 0;
+  char model[128] = "";
+  for (const char *line = cpuinfo; *line && !(have_implementer && have_part);) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    char text[256];
+    snprintf(text, sizeof text, "%.*s", (int)(len < sizeof text ? len : sizeof text - 1), line);
+    const char *colon = strchr(text, ':');
+    if (!have_implementer && sscanf(text, "CPU implementer : %x", &implementer) == 1) have_implementer = 1;
+    if (!have_part && sscanf(text, "CPU part : %x", &part) == 1) have_part = 1;
+    if (!model[0] && colon && strncmp(text, "model name", 10) == 0) {
+      const char *v = colon + 1;
+      while (*v == ' ' || *v == '\t') v++;
+      snprintf(model, sizeof model, "%s", v);
+    }
+    line = end ? end + 1 : line + len;
+  }
+  snprintf(out, size, "unknown");
+  if (have_implementer && have_part) {
+    for (size_t i = 0; i < sizeof ARM_PARTS / sizeof ARM_PARTS[0]; i++)
+      if (ARM_PARTS[i].implementer == implementer && ARM_PARTS[i].part == part) {
+        snprintf(out, size, "%s", ARM_PARTS[i].name);
+        return;
+      }
+    snprintf(out, size, "aarch64 implementer 0x%02x part 0x%03x", implementer, part);
+  } else if (model[0]) {
+    snprintf(out, size, "%s", model);
+  }
+}
+
+/* The processor's brand string (cpuid) on x86-64, its name from /proc/cpuinfo elsewhere:
+ * the machine's part of the key. */
 static void cpu_model(char *out, size_t size) {
   snprintf(out, size, "unknown");
-#if defined(__x86_64__) || defined(__i386__)
+#if !defined(__x86_64__) && !defined(__i386__)
+  /* The first processor's lines come first: the file's first 64 KiB hold them. */
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char *text = fsdp_xmalloc(65536);
+  size_t n = fread(text, 1, 65535, f);
+  text[n] = '\0';
+  fclose(f);
+  mfu_cpu_name_from_cpuinfo(text, out, size);
+  free(text);
+#else
   unsigned regs[12];
   unsigned max_leaf = __get_cpuid_max(0x80000000u, NULL); /* int in clang's cpuid.h, unsigned in gcc's */
   if (max_leaf < 0x80000004u) return;

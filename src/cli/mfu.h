@@ -29,4 +29,10 @@ double mfu_peak_gflops(const struct train_options *o, struct device *device, str
  * H200 989e3, H100 NVL 835e3, H100 PCIe 756e3, A100 312e3; 0 for any other. */
 double mfu_gpu_peak_gflops(const char *model);
 
+/* The CPU's name in the peak cache's key where there is no brand string to read (aarch64),
+ * from /proc/cpuinfo's text: the core its first "CPU implementer" and "CPU part" lines
+ * name (the MIDR's fields; lscpu's names), else "aarch64 implementer 0x.. part 0x...",
+ * else its "model name" line, else "unknown". */
+void mfu_cpu_name_from_cpuinfo(const char *cpuinfo, char *out, size_t size);
+
 #endif

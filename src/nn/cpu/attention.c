@@ -259,15 +259,34 @@ static void rows_put(const struct backward_args *a, struct tensor t, size_t firs
   }
 }
 
+/* The keys a dk or dv product spans at most. oneDNN's aarch64 sgemm and matmul add c to
+ * an accumulating product (c += a b) in another order for some row counts than for others
+ * (x86's take one order for any): there each product spans a 64-key tile, the two-pass
+ * backward's, whatever the block, so that one pass and two give the same bits. */
+#if defined(__x86_64__)
+enum { KV_PRODUCT_KEYS = ATTENTION_KEYS };
+#else
+enum { KV_PRODUCT_KEYS = ATTENTION_TILE };
+#endif
+
+/* Transposed operand t from its column c0 on. */
+static struct operand columns_from(enum dtype d, struct operand t, int c0) {
+  return (struct operand){(const char *)t.data + (size_t)c0 * dtype_size(d), t.ld, t.transposed};
+}
+
 /* dv += round(p)^T dout and dk += ds^T q (unscaled) of query tile qt against key tile kt,
  * into dvf and dkf (kt.n x hs); dsT is round(ds)^T, where dk is wanted. */
 static void kv_grads(const struct backward_args *a, const struct backward_tiles *w, const struct query_rows *x,
                      struct operand dsT, struct tile qt, struct tile kt, float *dkf, float *dvf) {
   enum dtype d = a->dout.dtype;
   int hs = a->hl->hs;
-  if (a->dv.data)
-    product(d, kt.n, hs, qt.n, weights(d, w->p, qt.n, kt.n, w->p16, 1), x->dout, 1, dvf, hs);
-  if (a->dk.data) product(d, kt.n, hs, qt.n, dsT, x->q, 1, dkf, hs);
+  struct operand pT = a->dv.data ? weights(d, w->p, qt.n, kt.n, w->p16, 1) : dsT;
+  for (int k0 = 0; k0 < kt.n; k0 += KV_PRODUCT_KEYS) {
+    int n = kt.n - k0 < KV_PRODUCT_KEYS ? kt.n - k0 : KV_PRODUCT_KEYS;
+    size_t at = (size_t)k0 * hs;
+    if (a->dv.data) product(d, n, hs, qt.n, columns_from(d, pT, k0), x->dout, 1, dvf + at, hs);
+    if (a->dk.data) product(d, n, hs, qt.n, columns_from(d, dsT, k0), x->q, 1, dkf + at, hs);
+  }
 }
 
 /* Key tile kj of kv head g in batch b: dk and dv summed over every query head sharing g

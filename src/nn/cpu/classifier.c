@@ -5,7 +5,9 @@
 
 /* As in gelu.c: declaring expf an OpenMP simd function lets the row loop call
  * glibc's vector expf without -ffast-math. */
+#if defined(__x86_64__) /* libmvec: Debian 12's glibc (2.36) has none for aarch64 */
 #pragma omp declare simd notinbranch
+#endif
 float expf(float x);
 
 /* The fused classifier on a row x of Vp logits, of which the first V are the vocabulary's

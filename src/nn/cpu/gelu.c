@@ -10,7 +10,9 @@
  * under -ffast-math. Declaring tanhf as an OpenMP simd function lets the loops
  * below call the vector version without fast-math: about 50x faster than the
  * scalar tanhf, which otherwise dominates a GPT-2 MLP. */
+#if defined(__x86_64__) /* libmvec: Debian 12's glibc (2.36) has none for aarch64 */
 #pragma omp declare simd notinbranch
+#endif
 float tanhf(float x);
 
 /* out = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3) */

@@ -5,7 +5,9 @@
 
 /* As in gelu.c: declaring expf an OpenMP simd function lets the loops call glibc's
  * vector expf without -ffast-math. */
+#if defined(__x86_64__) /* libmvec: Debian 12's glibc (2.36) has none for aarch64 */
 #pragma omp declare simd notinbranch
+#endif
 float expf(float x);
 
 /* For g below about -88, expf(-g) is inf and the sigmoid 0, which is silu's limit

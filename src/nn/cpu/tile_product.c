@@ -275,6 +275,8 @@ void tile_product(enum dtype d, int m, int n, int k, struct operand a, struct op
     product_avx2(d, m, n, k, a, b, accumulate, c, ldc);
     return;
   }
+#else
+  (void)m, (void)n, (void)k, (void)a, (void)b, (void)accumulate, (void)c, (void)ldc;
 #endif
   fsdp_fatal("tile_product: no vector path on this CPU (tile_product_runs says where there is one)");
 }
