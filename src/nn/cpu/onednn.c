@@ -324,7 +324,11 @@ const char *onednn_isa(void) {
   case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
   case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
   case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+#if defined(__aarch64__)
+  default: return "aarch64";
+#else
   default: return "any";
+#endif
   }
 }
 

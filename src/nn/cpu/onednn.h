@@ -49,7 +49,7 @@ void onednn_sgemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, flo
                   int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
 /* The instructions oneDNN's kernels use here, its DNNL_MAX_CPU_ISA cap applied: "avx2",
- * "avx512_core_bf16", ... ("any" where it names none, as on aarch64). */
+ * "avx512_core_bf16", ...; "aarch64" there (oneDNN 2.6 names no aarch64 levels). */
 const char *onednn_isa(void);
 
 /* How many primitives have been created since the start: tests check that a repeated
