@@ -13,8 +13,10 @@ enum { GZIP_IN_BYTES = 1 << 20 };
 
 static void inflater_start(struct byte_source *s) {
   z_stream *z = fsdp_xcalloc(1, sizeof *z);
-  if (inflateInit2(z, 16 + MAX_WBITS) != Z_OK) /* 16: gzip's header and trailer, nothing else */
+  if (inflateInit2(z, 16 + MAX_WBITS) != Z_OK) { /* 16: gzip's header and trailer, nothing else */
+    free(z);
     fsdp_fatal("%s '%s': cannot start zlib to inflate it", s->what, s->file.path);
+  }
   s->inflater = z;
   s->in = fsdp_xmalloc(GZIP_IN_BYTES);
 }

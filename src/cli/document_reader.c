@@ -126,39 +126,51 @@ static void jsonl_chunk(void *context, char *lines, size_t n, long first_line, s
   send(j->r, c);
 }
 
-/* The reading thread. Its failure (a file or its gzip data refused) is caught and sent
- * as a chunk of its own, so that it is raised in turn, on the consumer's thread: exit()
- * from this one would run the exit handlers while the encoder's threads still encode. */
+/* Every file into chunks, sent in order; 0, or -1 with the failure (a file or its gzip
+ * data refused) in refused->message. */
+static int read_files(struct document_reader *r, struct fsdp_catch *refused) {
+  if (setjmp(refused->jump) != 0) return -1;
+  fsdp_catch_set(refused);
+  r->text_block = block_new(TEXT_BLOCK_BYTES);
+  struct document_sink text = {text_write, text_end, text_read, r};
+  for (int i = 0; i < r->files.n; i++) {
+    if (r->files.jsonl_key) {
+      struct jsonl_context j = {r, r->files.paths[i]};
+      jsonl_input_chunks("input", r->files.paths[i], JSONL_CHUNK_BYTES, jsonl_chunk, &j);
+    } else {
+      text_input_read("input", r->files.paths[i], r->files.sep, &text);
+    }
+  }
+  struct chunk *c = fsdp_xcalloc(1, sizeof *c);
+  c->block = r->text_block;
+  r->text_block = NULL;
+  send(r, c);
+  fsdp_catch_set(NULL);
+  return 0;
+}
+
+/* The failure as a chunk of its own, in turn; dropped if the consumer stopped meanwhile. */
+static void send_failure(struct document_reader *r, const char *message) {
+  struct chunk *c = fsdp_xcalloc(1, sizeof *c);
+  c->failure = strcpy(fsdp_xmalloc(strlen(message) + 1), message);
+  struct fsdp_catch stopped;
+  if (setjmp(stopped.jump) == 0) {
+    fsdp_catch_set(&stopped);
+    send(r, c); /* frees c when stopped */
+  }
+  fsdp_catch_set(NULL);
+}
+
+/* The reading thread. Its failure is caught and sent as a chunk, so that it is raised in
+ * turn, on the consumer's thread: exit() from this one would run the exit handlers while
+ * the encoder's threads still encode. */
 static void *reader_main(void *arg) {
   struct document_reader *r = arg;
   struct fsdp_catch refused;
-  if (setjmp(refused.jump) != 0) {
+  if (read_files(r, &refused) != 0) {
     document_block_free(r->text_block);
     r->text_block = NULL;
-    struct chunk *c = fsdp_xcalloc(1, sizeof *c);
-    c->failure = strcpy(fsdp_xmalloc(strlen(refused.message) + 1), refused.message);
-    if (setjmp(refused.jump) == 0) { /* stopped meanwhile: nobody takes it */
-      fsdp_catch_set(&refused);
-      send(r, c);
-    }
-    fsdp_catch_set(NULL);
-  } else {
-    fsdp_catch_set(&refused);
-    r->text_block = block_new(TEXT_BLOCK_BYTES);
-    struct document_sink text = {text_write, text_end, text_read, r};
-    for (int i = 0; i < r->files.n; i++) {
-      if (r->files.jsonl_key) {
-        struct jsonl_context j = {r, r->files.paths[i]};
-        jsonl_input_chunks("input", r->files.paths[i], JSONL_CHUNK_BYTES, jsonl_chunk, &j);
-      } else {
-        text_input_read("input", r->files.paths[i], r->files.sep, &text);
-      }
-    }
-    struct chunk *c = fsdp_xcalloc(1, sizeof *c);
-    c->block = r->text_block;
-    r->text_block = NULL;
-    send(r, c);
-    fsdp_catch_set(NULL);
+    send_failure(r, refused.message);
   }
   pthread_mutex_lock(&r->lock);
   r->total = r->next_seq;

@@ -2,6 +2,8 @@
  * has to fit in memory; only a line does. */
 #define _GNU_SOURCE /* memmem, memrchr */
 #include <cJSON.h>
+#include <setjmp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,16 +64,23 @@ static void line_document(struct jsonl_file *f, const char *p, size_t n) {
   if (!root)
     fsdp_fatal("%s '%s': line %ld: not JSON (it goes wrong at byte %ld of the line)", f->what, f->path, f->line,
                end ? (long)(end - p) + 1 : 1L);
+  /* The tree is freed before the job ends on it: a refusal caught on a parsing thread
+   * leaves nothing behind (LeakSanitizer would count it). */
+  char why[512] = "";
+  const cJSON *text = NULL;
   if (!blank(end, n - (size_t)(end - p)))
-    fsdp_fatal("%s '%s': line %ld: more after the JSON value (at byte %ld of the line): a JSON Lines file holds "
-               "one value a line", f->what, f->path, f->line, (long)(end - p) + 1);
-  if (!cJSON_IsObject(root))
-    fsdp_fatal("%s '%s': line %ld: %s, not a JSON object", f->what, f->path, f->line, kind(root));
-  const cJSON *text = cJSON_GetObjectItemCaseSensitive(root, f->key);
-  if (!text)
-    fsdp_fatal("%s '%s': line %ld: no member \"%s\" (--jsonl-key)", f->what, f->path, f->line, f->key);
-  if (!cJSON_IsString(text) || !text->valuestring)
-    fsdp_fatal("%s '%s': line %ld: \"%s\" is %s, not a string", f->what, f->path, f->line, f->key, kind(text));
+    snprintf(why, sizeof why, "more after the JSON value (at byte %ld of the line): a JSON Lines file holds one "
+             "value a line", (long)(end - p) + 1);
+  else if (!cJSON_IsObject(root))
+    snprintf(why, sizeof why, "%s, not a JSON object", kind(root));
+  else if (!(text = cJSON_GetObjectItemCaseSensitive(root, f->key)))
+    snprintf(why, sizeof why, "no member \"%.200s\" (--jsonl-key)", f->key);
+  else if (!cJSON_IsString(text) || !text->valuestring)
+    snprintf(why, sizeof why, "\"%.200s\" is %s, not a string", f->key, kind(text));
+  if (why[0]) {
+    cJSON_Delete(root);
+    fsdp_fatal("%s '%s': line %ld: %s", f->what, f->path, f->line, why);
+  }
   f->sink->write(f->sink->context, text->valuestring, strlen(text->valuestring));
   f->sink->end(f->sink->context);
   cJSON_Delete(root);
@@ -95,38 +104,62 @@ static long count_lines(const char *p, size_t n) {
   return lines;
 }
 
-void jsonl_input_chunks(const char *what, const char *path, size_t chunk_bytes, jsonl_chunk_fn *fn, void *context) {
+/* What jsonl_input_chunks holds, on the heap so that its catch point can free it. */
+struct chunking {
   struct byte_source src;
-  byte_source_open(&src, what, path);
+  int open;
+  char *buf;
+};
+
+void jsonl_input_chunks(const char *what, const char *path, size_t chunk_bytes, jsonl_chunk_fn *fn, void *context) {
+  struct chunking *c = fsdp_xcalloc(1, sizeof *c);
+  /* A failure (the file, its gzip data, a receiver stopping) frees what is held and goes
+   * on to the caller's catch point: the reading thread ends with nothing leaked. */
+  struct fsdp_catch failed;
+  struct fsdp_catch *outer = fsdp_catch_set(&failed);
+  if (setjmp(failed.jump) != 0) {
+    if (c->open) byte_source_close(&c->src);
+    free(c->buf);
+    free(c);
+    fsdp_catch_set(outer);
+    fsdp_fatal("%s", failed.message);
+  }
+  byte_source_open(&c->src, what, path);
+  c->open = 1;
   long line = 1;
   size_t cap = chunk_bytes + READ_BYTES, len = 0, file_bytes = 0; /* buf[0, len): what no chunk took yet */
-  char *buf = fsdp_xmalloc(cap);
+  c->buf = fsdp_xmalloc(cap);
   for (;;) {
     if (cap - len < READ_BYTES) { /* a line longer than a chunk */
-      if (len > INPUT_JSON_MAX_BYTES && !memchr(buf, '\n', len))
+      if (len > INPUT_JSON_MAX_BYTES && !memchr(c->buf, '\n', len))
         fsdp_fatal("%s '%s': line %ld is longer than %d MiB", what, path, line, INPUT_JSON_MAX_BYTES >> 20);
-      buf = fsdp_xrealloc(buf, cap *= 2);
+      c->buf = fsdp_xrealloc(c->buf, cap *= 2);
     }
-    size_t read, n = byte_source_read(&src, buf + len, cap - len, &read);
+    size_t read, n = byte_source_read(&c->src, c->buf + len, cap - len, &read);
     len += n;
     file_bytes += read;
     if (n == 0) break;
-    const char *last = len >= chunk_bytes ? memrchr(buf, '\n', len) : NULL;
+    const char *last = len >= chunk_bytes ? memrchr(c->buf, '\n', len) : NULL;
     if (!last) continue;
-    /* The chunk keeps this buffer; the rest, a part of a line, starts another. */
-    size_t whole = (size_t)(last - buf) + 1, rest = len - whole;
+    /* The chunk takes this buffer; the rest, a part of a line, starts another. */
+    size_t whole = (size_t)(last - c->buf) + 1, rest = len - whole;
     char *next = fsdp_xmalloc(cap);
-    memcpy(next, buf + whole, rest);
-    long lines = count_lines(buf, whole);
-    fn(context, buf, whole, line, file_bytes);
-    line += lines;
-    buf = next;
+    memcpy(next, c->buf + whole, rest);
+    char *lines = c->buf;
+    c->buf = next;
+    long n_lines = count_lines(lines, whole);
+    fn(context, lines, whole, line, file_bytes);
+    line += n_lines;
     len = rest;
     file_bytes = 0;
   }
-  if (len > 0 || file_bytes > 0)
-    fn(context, buf, len, line, file_bytes);
-  else
-    free(buf);
-  byte_source_close(&src);
+  if (len > 0 || file_bytes > 0) {
+    char *lines = c->buf;
+    c->buf = NULL;
+    fn(context, lines, len, line, file_bytes);
+  }
+  fsdp_catch_set(outer);
+  byte_source_close(&c->src);
+  free(c->buf);
+  free(c);
 }

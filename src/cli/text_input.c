@@ -1,5 +1,6 @@
 #include "text_input.h"
 
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,16 +23,35 @@ static const char *find_separator(const char *p, size_t n, const struct text_sep
   return NULL;
 }
 
+/* What text_input_read holds, on the heap so that its catch point can free it. */
+struct reading {
+  struct byte_source src;
+  int open;
+  char *buf;
+};
+
 void text_input_read(const char *what, const char *path, const struct text_separator *sep,
                      const struct document_sink *sink) {
-  struct byte_source src;
-  byte_source_open(&src, what, path);
+  struct reading *r = fsdp_xcalloc(1, sizeof *r);
+  /* A failure (the file, its gzip data, a receiver stopping) frees what is held and goes
+   * on to the caller's catch point, or ends the job where there is none. */
+  struct fsdp_catch failed;
+  struct fsdp_catch *outer = fsdp_catch_set(&failed);
+  if (setjmp(failed.jump) != 0) {
+    if (r->open) byte_source_close(&r->src);
+    free(r->buf);
+    free(r);
+    fsdp_catch_set(outer);
+    fsdp_fatal("%s", failed.message);
+  }
+  byte_source_open(&r->src, what, path);
+  r->open = 1;
   int splitting = sep && sep->n > 0;
   /* A separator cut by a block's end is found in the next: its first n - 1 bytes wait there. */
   size_t keep = splitting ? sep->n - 1 : 0, carried = 0;
-  char *buf = fsdp_xmalloc(BLOCK_BYTES + keep);
+  char *buf = r->buf = fsdp_xmalloc(BLOCK_BYTES + keep);
   for (;;) {
-    size_t file_bytes, n = byte_source_read(&src, buf + carried, BLOCK_BYTES, &file_bytes);
+    size_t file_bytes, n = byte_source_read(&r->src, buf + carried, BLOCK_BYTES, &file_bytes);
     if (sink->read) sink->read(sink->context, file_bytes);
     size_t avail = carried + n, start = 0;
     for (const char *hit; splitting && (hit = find_separator(buf + start, avail - start, sep));) {
@@ -49,8 +69,10 @@ void text_input_read(const char *what, const char *path, const struct text_separ
     carried = avail - stop;
   }
   sink->end(sink->context);
-  byte_source_close(&src);
-  free(buf);
+  fsdp_catch_set(outer);
+  byte_source_close(&r->src);
+  free(r->buf);
+  free(r);
 }
 
 struct stream_sink {

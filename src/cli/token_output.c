@@ -44,6 +44,7 @@ struct token_output {
   size_t files_cap;
   const char **names; /* token_output_finish's answer */
   int fd; /* of files[n_files - 1], or -1 */
+  struct token_buffer *writing;
   int failed;
   char failure[sizeof ((struct fsdp_catch *)0)->message];
 };
@@ -143,7 +144,9 @@ static void *writer_main(void *arg) {
   }
   fsdp_catch_set(&refused);
   for (struct token_buffer *b; (b = block_queue_pop(o->queue));) {
+    o->writing = b; /* held where a failure leaves it reachable */
     write_tokens(o, b->bytes, b->n);
+    o->writing = NULL;
     buffer_free(b);
   }
   fsdp_catch_set(NULL);
@@ -277,6 +280,7 @@ void token_output_free(struct token_output *o) {
   }
   free(o->files);
   free(o->names);
+  buffer_free(o->writing);
   block_queue_free(o->queue);
   free(o);
 }
