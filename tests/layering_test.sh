@@ -12,7 +12,7 @@ header_layer() {
     device.h | memory.h | stream.h) echo device ;;
     comm.h) echo comm ;;
     checkpoint.h | flat_param.h | unit.h | runtime.h) echo fsdp ;;
-    nn.h) echo nn ;;
+    nn.h | cuda_arch.h) echo nn ;;
     decoder.h | gpt2.h | hf.h | llama.h | model.h) echo models ;;
     memviz.h) echo memviz ;;
     text.h) echo text ;;

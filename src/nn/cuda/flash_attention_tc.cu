@@ -154,7 +154,8 @@ static __device__ inline void store_pair(struct gpu_buf dst, size_t at, float x,
 /* ---- The forward ----
  * Per key tile a warp's 16 x 64 scores (8 n8 tiles), the online softmax on them, p rounded
  * into the a operand of p v, whose 16 x hd sums rescale and grow in registers. Grid
- * (query tiles, NH, B), the last query tile (which sees every key) first. */
+ * (query tiles, NH, B), the last query tile (which sees every key) first. Shared memory
+ * (cuda_attention_smem): q, k, v (a tile each). */
 template <typename T, int HD>
 static __global__ void __launch_bounds__(TC_THREADS)
     flash_forward_tc_kernel(struct gpu_buf out, float *lse, struct gpu_buf q, struct gpu_buf k, struct gpu_buf v,
@@ -279,14 +280,10 @@ static __device__ void scores_and_dp(float s[HALF_TILES][4], float dp[HALF_TILES
   }
 }
 
-template <typename T, int HD>
-static size_t backward_smem() {
-  return (size_t)4 * TILE * (HD + 8) * sizeof(T) + 2 * TILE * sizeof(float);
-}
-
 /* The key pass: a warp's 16 keys against each query tile that sees them, of each query
  * head of their kv head: s and dp transposed (keys x queries), then dv += p^T dout and
- * dk += ds^T q. Grid (key tiles, NKV, B). */
+ * dk += ds^T q. Grid (key tiles, NKV, B). Shared memory (cuda_attention_smem): k, v, q,
+ * dout (a tile each), D, lse (fp32, a tile's rows each). */
 template <typename T, int HD>
 static __global__ void __launch_bounds__(TC_THREADS)
     flash_backward_kv_tc_kernel(struct gpu_buf dk, struct gpu_buf dv, struct gpu_buf dout, struct gpu_buf q,
@@ -364,7 +361,8 @@ static __global__ void __launch_bounds__(TC_THREADS)
 }
 
 /* The dq pass: a warp's 16 queries against each key tile they see: s and dp, then
- * dq += ds k. Grid (query tiles, NH, B), the last query tile first. */
+ * dq += ds k. Grid (query tiles, NH, B), the last query tile first. Shared memory as the
+ * key pass's. */
 template <typename T, int HD>
 static __global__ void __launch_bounds__(TC_THREADS)
     flash_backward_q_tc_kernel(struct gpu_buf dq, struct gpu_buf dout, struct gpu_buf q, struct gpu_buf k,
@@ -434,11 +432,23 @@ static __global__ void __launch_bounds__(TC_THREADS)
   }
 }
 
+/* The shared memory kernel k takes at head dim HD, where the device has that much
+ * (cuda_attention_tiling: the 16-bit tiles' largest, 68.5 KiB, fits every arch built). */
+template <typename T>
+static cudaError_t tc_smem(enum cuda_attention_kernel k, int hd, size_t smem_limit, size_t *bytes) {
+  static_assert(sizeof(T) == 2, "cuda_attention_smem sizes 16-bit tiles");
+  struct cuda_attention_tiling t = cuda_attention_tiling(k, 1, hd, smem_limit);
+  *bytes = t.smem;
+  return t.rows ? cudaSuccess : cudaErrorInvalidConfiguration;
+}
+
 template <typename T, int HD>
 static cudaError_t forward_tc(struct gpu_buf out, float *lse, struct gpu_buf q, struct gpu_buf k, struct gpu_buf v,
-                              struct gpu_attention_layout l, cudaStream_t s) {
-  size_t bytes = (size_t)3 * TILE * (HD + 8) * sizeof(T);
-  cudaError_t rc = allow_smem(flash_forward_tc_kernel<T, HD>, bytes);
+                              struct gpu_attention_layout l, size_t smem_limit, cudaStream_t s) {
+  size_t bytes;
+  cudaError_t rc = tc_smem<T>(CUDA_ATTENTION_FORWARD, HD, smem_limit, &bytes);
+  if (rc != cudaSuccess) return rc;
+  rc = allow_smem(flash_forward_tc_kernel<T, HD>, bytes);
   if (rc != cudaSuccess) return rc;
   flash_forward_tc_kernel<T, HD>
       <<<grid_of(l, l.NH), TC_THREADS, bytes, s>>>(out, lse, q, k, v, l, 1.0f / sqrtf((float)HD));
@@ -448,17 +458,20 @@ static cudaError_t forward_tc(struct gpu_buf out, float *lse, struct gpu_buf q, 
 template <typename T, int HD>
 static cudaError_t backward_tc(struct gpu_buf dq, struct gpu_buf dk, struct gpu_buf dv, bool accumulate,
                                struct gpu_buf dout, struct gpu_buf q, struct gpu_buf k, struct gpu_buf v,
-                               struct gpu_buf out, const float *lse, struct gpu_attention_layout l, cudaStream_t s) {
-  size_t bytes = backward_smem<T, HD>();
+                               struct gpu_buf out, const float *lse, struct gpu_attention_layout l,
+                               size_t smem_limit, cudaStream_t s) {
   float scale = 1.0f / sqrtf((float)HD);
+  size_t bytes;
   cudaError_t rc;
   if (dk.data || dv.data) {
+    if ((rc = tc_smem<T>(CUDA_ATTENTION_BACKWARD_KV, HD, smem_limit, &bytes)) != cudaSuccess) return rc;
     if ((rc = allow_smem(flash_backward_kv_tc_kernel<T, HD>, bytes)) != cudaSuccess) return rc;
     flash_backward_kv_tc_kernel<T, HD>
         <<<grid_of(l, l.NKV), TC_THREADS, bytes, s>>>(dk, dv, dout, q, k, v, out, lse, l, scale, accumulate);
     if ((rc = cudaGetLastError()) != cudaSuccess) return rc;
   }
   if (dq.data) {
+    if ((rc = tc_smem<T>(CUDA_ATTENTION_BACKWARD_Q, HD, smem_limit, &bytes)) != cudaSuccess) return rc;
     if ((rc = allow_smem(flash_backward_q_tc_kernel<T, HD>, bytes)) != cudaSuccess) return rc;
     flash_backward_q_tc_kernel<T, HD>
         <<<grid_of(l, l.NH), TC_THREADS, bytes, s>>>(dq, dout, q, k, v, out, lse, l, scale, accumulate);
@@ -467,20 +480,22 @@ static cudaError_t backward_tc(struct gpu_buf dq, struct gpu_buf dk, struct gpu_
 }
 
 cudaError_t flash_tc_forward(struct gpu_buf out, float *lse, struct gpu_buf q, struct gpu_buf k, struct gpu_buf v,
-                             struct gpu_attention_layout l, cudaStream_t s) {
+                             struct gpu_attention_layout l, size_t smem_limit, cudaStream_t s) {
   if (out.dtype == DTYPE_BF16)
-    return l.hd == 64 ? forward_tc<__nv_bfloat16, 64>(out, lse, q, k, v, l, s)
-                      : forward_tc<__nv_bfloat16, 128>(out, lse, q, k, v, l, s);
-  return l.hd == 64 ? forward_tc<__half, 64>(out, lse, q, k, v, l, s) : forward_tc<__half, 128>(out, lse, q, k, v, l, s);
+    return l.hd == 64 ? forward_tc<__nv_bfloat16, 64>(out, lse, q, k, v, l, smem_limit, s)
+                      : forward_tc<__nv_bfloat16, 128>(out, lse, q, k, v, l, smem_limit, s);
+  return l.hd == 64 ? forward_tc<__half, 64>(out, lse, q, k, v, l, smem_limit, s)
+                    : forward_tc<__half, 128>(out, lse, q, k, v, l, smem_limit, s);
 }
 
 cudaError_t flash_tc_backward(struct gpu_buf dq, struct gpu_buf dk, struct gpu_buf dv, int accumulate,
                               struct gpu_buf dout, struct gpu_buf q, struct gpu_buf k, struct gpu_buf v,
-                              struct gpu_buf out, const float *lse, struct gpu_attention_layout l, cudaStream_t s) {
+                              struct gpu_buf out, const float *lse, struct gpu_attention_layout l, size_t smem_limit,
+                              cudaStream_t s) {
   bool add = accumulate != 0;
   if (dout.dtype == DTYPE_BF16)
-    return l.hd == 64 ? backward_tc<__nv_bfloat16, 64>(dq, dk, dv, add, dout, q, k, v, out, lse, l, s)
-                      : backward_tc<__nv_bfloat16, 128>(dq, dk, dv, add, dout, q, k, v, out, lse, l, s);
-  return l.hd == 64 ? backward_tc<__half, 64>(dq, dk, dv, add, dout, q, k, v, out, lse, l, s)
-                    : backward_tc<__half, 128>(dq, dk, dv, add, dout, q, k, v, out, lse, l, s);
+    return l.hd == 64 ? backward_tc<__nv_bfloat16, 64>(dq, dk, dv, add, dout, q, k, v, out, lse, l, smem_limit, s)
+                      : backward_tc<__nv_bfloat16, 128>(dq, dk, dv, add, dout, q, k, v, out, lse, l, smem_limit, s);
+  return l.hd == 64 ? backward_tc<__half, 64>(dq, dk, dv, add, dout, q, k, v, out, lse, l, smem_limit, s)
+                    : backward_tc<__half, 128>(dq, dk, dv, add, dout, q, k, v, out, lse, l, smem_limit, s);
 }

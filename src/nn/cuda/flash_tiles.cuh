@@ -10,7 +10,7 @@
 #include "dtype.cuh"
 
 /* Rows of a query tile and of a key tile: ../cpu/attention.h's ATTENTION_TILE. */
-static const int TILE = 64;
+static const int TILE = CUDA_ATTENTION_TILE;
 
 /* x rounded to the compute dtype d and widened back (fp32: x): where the CPU rounds. */
 static __device__ inline float rounded(enum dtype d, float x) { return d == DTYPE_F32 ? x : widen(d, narrow(d, x)); }
@@ -42,18 +42,20 @@ static inline dim3 grid_of(const struct gpu_attention_layout &l, int heads) {
 }
 
 /* The tensor cores take bf16 and fp16 heads of 64 and 128 (the models'; multiples of
- * their 16-wide steps) whose rows start on 16 bytes, as they read 8 elements a load:
- * each tensor aligned (an absent one has no data) and the rows' strides multiples of 8. */
+ * their 16-wide steps: cuda_attention_tensor_cores) whose rows start on 16 bytes, as they
+ * read 8 elements a load: each tensor aligned (an absent one has no data) and the rows'
+ * strides multiples of 8. */
 template <size_t N>
 static inline bool flash_tc_takes(enum dtype d, const struct gpu_attention_layout &l, const struct gpu_buf (&bufs)[N]) {
   for (const struct gpu_buf &b : bufs)
     if ((uintptr_t)b.data % 16) return false;
-  return (d == DTYPE_BF16 || d == DTYPE_F16) && (l.hd == 64 || l.hd == 128) && l.qs % 8 == 0 && l.kvs % 8 == 0;
+  return cuda_attention_tensor_cores(d, l.hd) && l.qs % 8 == 0 && l.kvs % 8 == 0;
 }
 cudaError_t flash_tc_forward(struct gpu_buf out, float *lse, struct gpu_buf q, struct gpu_buf k, struct gpu_buf v,
-                             struct gpu_attention_layout l, cudaStream_t s);
+                             struct gpu_attention_layout l, size_t smem_limit, cudaStream_t s);
 cudaError_t flash_tc_backward(struct gpu_buf dq, struct gpu_buf dk, struct gpu_buf dv, int accumulate,
                               struct gpu_buf dout, struct gpu_buf q, struct gpu_buf k, struct gpu_buf v,
-                              struct gpu_buf out, const float *lse, struct gpu_attention_layout l, cudaStream_t s);
+                              struct gpu_buf out, const float *lse, struct gpu_attention_layout l, size_t smem_limit,
+                              cudaStream_t s);
 
 #endif
