@@ -356,6 +356,48 @@ static void test_classifier(const struct shape *s, enum dtype d, size_t Vp) {
   free(ids);
 }
 
+/* The classifier where the kernel once went wrong (the review of 2026-11-28): rows whose
+ * first 4096 logits are -inf (every thread's first runs: a NaN sum dropped a thread's
+ * finite terms, item 1), a row of a few finite logits, and a target in the padding
+ * columns (-dloss written there, item 2); tests/cuda_classifier_test.c runs the same rows
+ * through the kernel's functions on the CPU. */
+static void test_classifier_edges(enum dtype d) {
+  const int N = 4, V = 5000;
+  const size_t Vp = 5008;
+  float *x = fsdp_xmalloc(N * Vp * sizeof *x);
+  uint64_t stream = next_stream++;
+  for (size_t i = 0; i < N * Vp; i++) x[i] = 3.0f * rng_normal(SEED, stream, i);
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 4096; j++) x[i * Vp + j] = -INFINITY;
+  for (int j = 0; j < V; j++)
+    if (j % 97) x[2 * Vp + j] = -INFINITY;
+  int ids[4] = {4500, 4999, 97, V + 3}; /* the last in the padding */
+  void *gids = device_alloc(gpu, sizeof ids, MEM_OTHER, gpu_ctx.stream);
+  device_copy_to_device(gpu_ctx.stream, gids, ids, sizeof ids);
+  struct tensor ctargets = tensor_1d(ids, DTYPE_I32, N), gtargets = tensor_1d(gids, DTYPE_I32, N);
+  struct pair logits = pair_of(d, x, N * Vp), dlogits = random_pair(d, N * Vp, 1.0f);
+  struct pair losses = random_pair(DTYPE_F32, N, 1.0f);
+  nn_classifier(&cpu_ctx, cpu2(&dlogits, Vp), cpu1(&losses), cpu2(&logits, Vp), ctargets, V, 0.25f);
+  nn_classifier(&gpu_ctx, gpu2(&dlogits, Vp), gpu1(&losses), gpu2(&logits, Vp), gtargets, V, 0.25f);
+  expect("edges", "classifier losses, -inf runs and a padding target", &losses, CLOSE);
+  expect("edges", "classifier dlogits, -inf runs and a padding target", &dlogits, CLOSE);
+  float *g = download(&dlogits);
+  for (size_t j = V; j < Vp; j++) {
+    checks++;
+    if (g[3 * Vp + j] != 0.0f) {
+      failures++;
+      fprintf(stderr, "FAIL edges %s: classifier dlogits padding column %zu of the row whose target is there: %g\n",
+              dtype_name(d), j, g[3 * Vp + j]);
+      break;
+    }
+  }
+  free(g);
+  struct pair *all[] = {&logits, &dlogits, &losses};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) release(all[i]);
+  device_free(gpu, gids, gpu_ctx.stream);
+  free(x);
+}
+
 int main(void) {
   char why[256];
   if (!device_cuda_available(why, sizeof why)) {
@@ -403,6 +445,7 @@ int main(void) {
   for (size_t j = 0; j < sizeof DTYPES / sizeof DTYPES[0]; j++) {
     test_classifier(&VOCAB, DTYPES[j], 50304);
     test_classifier(&VOCAB, DTYPES[j], 50258);
+    test_classifier_edges(DTYPES[j]);
   }
   /* The attention's tiling on a GPU whose blocks may have 99 KiB (sm_86, sm_89, sm_120),
    * whatever this one allows (FSDP_CUDA_SMEM_LIMIT): at head dim 128 in fp32 the other

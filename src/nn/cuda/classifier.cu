@@ -9,6 +9,7 @@
  * probabilities stay in fp32 registers between the softmax and the gradient: nothing of
  * B x T x V but the logits (then the gradient, in their place) is ever in memory. */
 #include "typed.cuh"
+#include "classifier_row.h"
 #include "grid.cuh"
 #include "layers.h"
 #include "reduce.cuh"
@@ -17,9 +18,11 @@
  * in one pass, then the gradient) while the row sits in the L2 cache, in runs of W (16
  * bytes where the rows are on 16 bytes). Each thread sums exp(x - m) with m its own
  * running maximum, rescaling its sum when m moves (at most once a run); the block's sum
- * is the threads' sums each rescaled to the row's maximum. d may be x: every thread reads
- * the target's logit, and all of them have (block_max_all synchronises the block) before
- * the last pass, where each thread overwrites only the elements it reads itself. */
+ * is the threads' sums each rescaled to the row's maximum. Those steps are
+ * classifier_row.h's, which tests/cuda_classifier_test.c runs on the CPU. d may be x:
+ * every thread reads the target's logit, and all of them have (block_max_all
+ * synchronises the block) before the last pass, where each thread overwrites only the
+ * elements it reads itself. */
 template <enum dtype D, int W>
 static __global__ void classifier_kernel(void *dlogits, float *losses, const void *logits, const int *targets, int V,
                                          int Vp, float dloss) {
@@ -33,34 +36,21 @@ static __global__ void classifier_kernel(void *dlogits, float *losses, const voi
   for (int j = threadIdx.x * W; j < V; j += blockDim.x * W) {
     float x[W];
     load_run<D, W>(logits, base + j, x);
-    float run_max = -INFINITY;
-    for (int k = 0; k < W; k++)
-      if (j + k < V) run_max = fmaxf(run_max, x[k]);
-    if (run_max > maxval) {
-      sum *= expf(maxval - run_max);
-      maxval = run_max;
-    }
-    for (int k = 0; k < W; k++)
-      if (j + k < V) sum += expf(x[k] - maxval);
+    classifier_run(&maxval, &sum, x, W, V - j);
   }
   float row_max = block_max_all(maxval, max_shared);
-  sum = block_sum_all(sum > 0.0 ? sum * expf(maxval - row_max) : 0.0, sum_shared);
-  if (losses && threadIdx.x == 0) losses[blockIdx.x] = (float)(log(sum) - (double)(target_logit - row_max));
+  sum = block_sum_all(classifier_share(maxval, sum, row_max), sum_shared);
+  if (losses && threadIdx.x == 0) losses[blockIdx.x] = classifier_loss(sum, target_logit, row_max);
   if (!dlogits) return;
   /* The CPU's roundings: the scale, each product, then the target's subtraction. */
   float scale = __fmul_rn((float)(1.0 / sum), dloss);
   for (int j = threadIdx.x * W; j < Vp; j += blockDim.x * W) {
     float x[W], d[W];
     load_run<D, W>(logits, base + j, x);
-    for (int k = 0; k < W; k++) {
-      d[k] = j + k < V ? __fmul_rn(expf(x[k] - row_max), scale) : 0.0f;
-      if (j + k == target) d[k] = __fsub_rn(d[k], dloss);
-    }
+    for (int k = 0; k < W; k++) d[k] = classifier_grad(x[k], j + k, V, target, row_max, scale, dloss);
     store_run<D, W>(dlogits, base + j, d);
   }
 }
-
-static const unsigned CLASSIFIER_THREADS = 512;
 
 /* Runs of 16 bytes where every row starts on 16 bytes, else of one element. */
 template <enum dtype D>
