@@ -160,6 +160,15 @@ COMMAND=plan expect_error "plan world size zero" "--world-size: must be a positi
 COMMAND=plan expect_error "plan offload on the cpu" "--offload cpu: only with --device cuda" --world-size 2 \
   --offload cpu
 COMMAND=plan expect_error "plan format" "--format: must be text or json, got 'xml'" --world-size 2 --format xml
+COMMAND=plan expect_error "plan unknown --cuda-arch" \
+  "--cuda-arch: unknown GPU arch 'sm_75' (known: sm_80, sm_86, sm_89, sm_90, sm_100, sm_120)" --world-size 1 \
+  --device cuda --cuda-arch sm_75
+COMMAND=plan expect_error "plan --cuda-arch as a number" "--cuda-arch: unknown GPU arch '86'" --world-size 1 \
+  --device cuda --cuda-arch 86
+COMMAND=plan expect_error "plan --cuda-arch on the cpu" "--cuda-arch sm_86: only with --device cuda" --world-size 1 \
+  --cuda-arch sm_86
+expect_error "--cuda-arch is for plan" "unknown flag '--cuda-arch' (see fsdp train --help)" \
+  --data "$tmp/small.bin" --cuda-arch sm_86
 expect_error "zero --comm-timeout" "--comm-timeout: must be positive, got '0'" --data "$tmp/small.bin" --comm-timeout 0
 expect_error "malformed --mesh" "--mesh: expected R,S" --data "$tmp/small.bin" --mesh 2
 expect_error "zero in --mesh" "--mesh: must be a positive integer, got '0'" --data "$tmp/small.bin" --mesh 0,1

@@ -75,6 +75,24 @@ for extra in "--grad-accum 2 --accum-mode sharded" "--grad-accum 2 --accum-mode 
   plan more $GPT2 --world-size 2 --param-dtype bf16 --offload cpu $extra
 done
 
+# The GPU arch a plan is for: --cuda-arch's, else this machine's GPU's, else sm_90; its
+# shared memory a block and the attention's tiling there, at head dim 128 in fp32 (sm_86:
+# fewer rows, sm_90: whole tiles) and at 16 in bf16 (CUDA cores: tensor cores take 64, 128).
+HD128="--n-embd 256 --n-head 2"
+plan arch-86 $GPT2 --world-size 1 --cuda-arch sm_86 $HD128
+plan arch-90 $GPT2 --world-size 1 --cuda-arch=sm_90 $HD128
+plan arch-120-bf16 $GPT2 --world-size 1 --cuda-arch sm_120 --param-dtype bf16
+plan arch-80-bf16-64 $GPT2 --world-size 1 --cuda-arch sm_80 --param-dtype bf16 --n-embd 128 --n-head 2
+plan arch-default $GPT2 --world-size 1
+text=$("$FSDP" plan --device cuda --world-size 1 $GPT2 --cuda-arch sm_89 $HD128) || exit 1
+for want in "GPU arch sm_89 (compute capability 8.9: L4, L40, L40S" "--cuda-arch): 101376 bytes (99 KiB)" \
+  "attention at head dim 128 in fp32: CUDA cores, 74496 / 91008 / 86912 bytes" "rows at a time"; do
+  case $text in
+    *"$want"*) ;;
+    *) echo "FAIL: fsdp plan --cuda-arch sm_89 does not say '$want':"; echo "$text"; exit 1 ;;
+  esac
+done
+
 "$PYTHON" - "$tmp" <<'PY'
 import json, os, sys
 tmp = sys.argv[1]
@@ -131,5 +149,26 @@ for model in ("gpt2", "llama"):
                 expect(f"{what} on the GPU", gpu == 0, offload == "cpu")
                 expect(f"{what} on the host", host == 0, offload == "none")
         print(f"ok {model} {sharding}: bf16 unsharded params {cpu} bytes on the GPU and the CPU, fp32 {fp32}")
+def tiling(plan):
+    a = plan["cuda_arch"]["attention"]
+    return [(a[k]["rows"], a[k]["smem_bytes"]) for k in ("forward", "backward_kv", "backward_q")]
+for name, arch, cc, smem, hd, dtype, tc, want in (
+        ("arch-86", "sm_86", "8.6", 101376, 128, "fp32", False, [(32, 74496), (16, 91008), (16, 86912)]),
+        ("arch-90", "sm_90", "9.0", 232448, 128, "fp32", False, [(64, 115712), (64, 165888), (64, 148736)]),
+        ("arch-120-bf16", "sm_120", "12.0", 101376, 16, "bf16", False, [(64, 29696), (64, 51200), (64, 34048)]),
+        ("arch-80-bf16-64", "sm_80", "8.0", 166912, 64, "bf16", True, [(64, 27648), (64, 37376), (64, 37376)])):
+    a = load(name)["cuda_arch"]
+    expect(f"{name} arch", (a["name"], a["compute_capability"], a["source"], a["smem_per_block_bytes"]),
+           (arch, cc, "--cuda-arch", smem))
+    expect(f"{name} attention", (a["attention"]["head_dim"], a["attention"]["dtype"], a["attention"]["tensor_cores"]),
+           (hd, dtype, tc))
+    expect(f"{name} tiling", tiling(load(name)), want)
+default = load("arch-default")["cuda_arch"]
+if default["source"] == "assumed":
+    expect("the arch assumed without a GPU", default["name"], "sm_90")
+else:
+    expect("the arch of this machine's GPU", default["source"], "this machine's GPU")
+print(f"ok --cuda-arch: sm_86's fp32 attention at head dim 128 in {tiling(load('arch-86'))}; "
+      f"without the flag {default['name']} ({default['source']})")
 sys.exit(1 if failures else 0)
 PY

@@ -49,6 +49,7 @@ struct train_options {
   int snapshot_first, snapshot_last;
   int world_size;              /* plan only */
   const char *format;          /* plan only: text or json */
+  const char *cuda_arch;       /* plan only: the GPU arch a cuda plan is for ("sm_86"), or NULL */
   const char *device;          /* cpu or cuda: where the model computes */
   int offload_cpu;             /* cuda only: the sharded state in pinned host memory (--offload cpu) */
   const char *init_from;       /* Hugging Face safetensors the parameters start from, or NULL */

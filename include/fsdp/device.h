@@ -35,6 +35,10 @@ void device_close(struct device *d);
  * where device_open(DEVICE_CUDA, ...) would end the job. A driver that is there but fails
  * ends the job, so that a broken GPU never reads as a missing one. */
 int device_cuda_available(char *why, size_t why_size);
+/* The GPU this process would use (its local rank's, as device_open picks it): its compute
+ * capability and the shared memory a block may opt in to; 0 where there is none to use
+ * (device_cuda_available's reasons). */
+int device_cuda_capability(int *major, int *minor, size_t *smem_optin);
 
 enum device_kind device_kind(const struct device *d);
 /* The kind whose kernels and sizes a meta device stands for; a real device's own kind. */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "fsdp/cli.h"
+#include "fsdp/cuda_arch.h"
 #include "fsdp/error.h"
 #include "fsdp/hf.h"
 #include "checkpoint.h"
@@ -282,6 +283,13 @@ typedef void apply_fn(struct train_options *o, const char *flag, const char *val
 SETTER(set_world_size, world_size, parse_positive_int)
 SETTER(set_format, format, parse_plan_format)
 
+/* An arch of fsdp/cuda_arch.h's table: those the kernels are built for. */
+static void set_cuda_arch(struct train_options *o, const char *flag, const char *v) {
+  const struct cuda_arch *arch = cuda_arch_find(v);
+  if (!arch) fsdp_fatal("%s: unknown GPU arch '%s' (known: %s)", flag, v, cuda_arch_names());
+  o->cuda_arch = arch->name;
+}
+
 static void set_model(struct train_options *o, const char *flag, const char *v) {
   const struct model_preset *preset = model_preset_find(v);
   if (!preset) fsdp_fatal("%s: unknown model '%s' (known: %s)", flag, v, model_preset_names());
@@ -445,6 +453,10 @@ static const struct flag FLAGS[] = {
     {PLAN_ONLY, "--format", PLAN, "text|json", DEFAULT("text"), set_format, "how the plan is printed"},
     {PLAN_ONLY, "--ranks-per-node", PLAN, "N", NOTE("S of --mesh"), set_ranks_per_node,
      "consecutive ranks on one machine, for the bytes sent within and between machines"},
+    {PLAN_ONLY, "--cuda-arch", PLAN, "sm_XY", NOTE("this machine's GPU, else " CUDA_ARCH_DEFAULT), set_cuda_arch,
+     "--device cuda: the GPU architecture the plan is for (one the kernels are built for, such as sm_80, sm_86, "
+     "sm_89, sm_90, sm_100, sm_120); the plan names it, the shared memory a block may have there and the "
+     "attention kernels' tiling in it"},
 
     {MODEL, "--model", MODELS, "NAME", DEFAULT("shakespeare-char"), set_model, "preset:"},
     {MODEL, "--n-layer", MODELS, "N", NOTE("from the preset"), set_n_layer, "transformer blocks"},
@@ -792,6 +804,9 @@ static void resolve_and_check(struct train_options *o) {
   if (!o->checkpoint_dir && o->keep_last) fsdp_fatal("--keep-last: needs --checkpoint-dir");
   if (o->resume && strcmp(o->resume, "auto") == 0 && !o->checkpoint_dir)
     fsdp_fatal("--resume auto: needs --checkpoint-dir, where it looks for the newest checkpoint");
+  if (o->cuda_arch && strcmp(o->device, "cuda") != 0)
+    fsdp_fatal("--cuda-arch %s: only with --device cuda (a plan for --device %s runs no GPU kernel)", o->cuda_arch,
+               o->device);
   if (o->offload_cpu && strcmp(o->device, "cuda") != 0)
     fsdp_fatal("--offload cpu: only with --device cuda (on --device %s the sharded state is in host memory "
                "already)",

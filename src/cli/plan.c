@@ -2,12 +2,16 @@
  * runs two steps of the very training `fsdp train` runs (src/cli/train.c), on the meta
  * device over a meta group of --world-size ranks: every allocation is made and counted,
  * no byte is touched, nothing is computed. The second step is reported: it starts with
- * what the first one's optimizer prefetched, as every later step does. */
+ * what the first one's optimizer prefetched, as every later step does. A plan for
+ * --device cuda names the GPU arch it is for (--cuda-arch, else this machine's GPU, else
+ * sm_90), the shared memory a block may have there and the attention kernels' tiling in it
+ * (fsdp/cuda_arch.h): what the launchers would choose on such a GPU. */
 #include <cJSON.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "fsdp/comm.h"
+#include "fsdp/cuda_arch.h"
 #include "fsdp/device.h"
 #include "fsdp/error.h"
 #include "fsdp/log.h"
@@ -23,6 +27,53 @@ struct plan {
   size_t numel;
   int n_units, B;
 };
+
+/* The GPU a --device cuda plan is for, and the attention's tiling there. */
+struct plan_arch {
+  char name[16];       /* "sm_86" */
+  int major, minor;
+  size_t smem_optin;   /* the shared memory a block may have */
+  const char *gpus;    /* some GPUs of the arch ("" for one not in the table) */
+  const char *source;  /* "--cuda-arch", "this machine's GPU" or "assumed" */
+  int head_dim, tensor_cores;
+  enum dtype dtype;    /* the attention's: the compute dtype */
+  struct cuda_attention_tiling tiling[3]; /* by enum cuda_attention_kernel */
+};
+
+static void plan_arch(const struct train_options *o, struct plan_arch *a) {
+  memset(a, 0, sizeof *a);
+  const struct cuda_arch *arch = NULL;
+  int major = 0, minor = 0;
+  size_t smem = 0;
+  if (o->cuda_arch) {
+    arch = cuda_arch_find(o->cuda_arch);
+    a->source = "--cuda-arch";
+  } else if (device_cuda_capability(&major, &minor, &smem)) {
+    a->source = "this machine's GPU";
+    snprintf(a->name, sizeof a->name, "sm_%d%d", major, minor);
+    a->major = major, a->minor = minor, a->smem_optin = smem;
+    const struct cuda_arch *known = cuda_arch_of(major, minor);
+    a->gpus = known ? known->gpus : "";
+  } else {
+    arch = cuda_arch_find(CUDA_ARCH_DEFAULT);
+    a->source = "assumed";
+  }
+  if (arch) {
+    snprintf(a->name, sizeof a->name, "%s", arch->name);
+    a->major = arch->major, a->minor = arch->minor, a->smem_optin = arch->smem_optin, a->gpus = arch->gpus;
+  }
+  a->head_dim = o->config.n_embd / o->config.n_head;
+  a->dtype = o->mp.param_dtype; /* a GPU computes in the param dtype (nn_compute_dtype) */
+  a->tensor_cores = cuda_attention_tensor_cores(a->dtype, a->head_dim);
+  for (int k = CUDA_ATTENTION_FORWARD; k <= CUDA_ATTENTION_BACKWARD_Q; k++) {
+    a->tiling[k] = cuda_attention_tiling((enum cuda_attention_kernel)k, a->tensor_cores, a->head_dim, a->smem_optin);
+    if (!a->tiling[k].rows)
+      fsdp_fatal("plan: on %s (%s), a block may have %zu bytes of shared memory: the attention %s at head dim %d in "
+                 "%s needs %zu",
+                 a->name, a->source, a->smem_optin, cuda_attention_kernel_name((enum cuda_attention_kernel)k),
+                 a->head_dim, dtype_name(a->dtype), a->tiling[k].smem);
+  }
+}
 
 /* The part of a ring's hops that leave a machine, on average over the groups of one
  * kind: group g holds ranks first + g * group_step + k * stride, k < size, in ring
@@ -89,7 +140,19 @@ static size_t model_state_bytes(const struct mem_stats *s) {
   return s->peak[MEM_SHARDED_PARAMS] + s->peak[MEM_SHARDED_GRADS] + s->peak[MEM_OPTIMIZER];
 }
 
-static void print_text(const struct train_options *o, const struct plan *p) {
+static void print_arch_text(const struct plan_arch *a) {
+  printf("      GPU arch %s (compute capability %d.%d%s%s; %s): %zu bytes (%.0f KiB) of shared memory a block\n",
+         a->name, a->major, a->minor, a->gpus[0] ? ": " : "", a->gpus,
+         strcmp(a->source, "assumed") == 0 ? "assumed, no GPU here: --cuda-arch names another" : a->source,
+         a->smem_optin, (double)a->smem_optin / 1024.0);
+  const struct cuda_attention_tiling *t = a->tiling;
+  printf("      attention at head dim %d in %s: %s, %zu / %zu / %zu bytes of shared memory a block (forward / dk, dv / "
+         "dq), the other side's tile %d / %d / %d rows at a time\n",
+         a->head_dim, dtype_name(a->dtype), a->tensor_cores ? "tensor cores" : "CUDA cores", t[0].smem, t[1].smem,
+         t[2].smem, t[0].rows, t[1].rows, t[2].rows);
+}
+
+static void print_text(const struct train_options *o, const struct plan *p, const struct plan_arch *a) {
   printf("plan: %s, %zu parameters in %d units; %s sharding over %d ranks; batch %d x %d per rank x %d "
          "micro-batches (%s)\n",
          o->model, p->numel, p->n_units, sharding_strategy_name(o->sharding), o->world_size, p->B, o->seq_len,
@@ -99,6 +162,7 @@ static void print_text(const struct train_options *o, const struct plan *p) {
          dtype_name(o->mp.reduce_dtype), o->device,
          o->offload_cpu ? ", sharded state offloaded to pinned host memory" : "");
   printf("      %d OpenMP thread(s) per rank, as here (OMP_NUM_THREADS)\n", nn_num_threads());
+  if (a) print_arch_text(a);
   printf("\n%s memory per rank in a training step:\n", o->device);
   print_categories(&p->mem);
   if (p->host.total_peak) {
@@ -120,7 +184,27 @@ static void print_text(const struct train_options *o, const struct plan *p) {
          mib(p->within_node), mib(p->between_nodes), p->ranks_per_node);
 }
 
-static void print_json(const struct train_options *o, const struct plan *p) {
+static void add_arch_json(cJSON *j, const struct plan_arch *a) {
+  cJSON *arch = cJSON_AddObjectToObject(j, "cuda_arch");
+  cJSON_AddStringToObject(arch, "name", a->name);
+  char capability[16];
+  snprintf(capability, sizeof capability, "%d.%d", a->major, a->minor);
+  cJSON_AddStringToObject(arch, "compute_capability", capability);
+  cJSON_AddStringToObject(arch, "source", a->source);
+  cJSON_AddNumberToObject(arch, "smem_per_block_bytes", (double)a->smem_optin);
+  cJSON *attention = cJSON_AddObjectToObject(arch, "attention");
+  cJSON_AddNumberToObject(attention, "head_dim", a->head_dim);
+  cJSON_AddStringToObject(attention, "dtype", dtype_name(a->dtype));
+  cJSON_AddBoolToObject(attention, "tensor_cores", a->tensor_cores);
+  static const char *const KEYS[] = {"forward", "backward_kv", "backward_q"};
+  for (int k = 0; k < 3; k++) {
+    cJSON *kernel = cJSON_AddObjectToObject(attention, KEYS[k]);
+    cJSON_AddNumberToObject(kernel, "rows", a->tiling[k].rows);
+    cJSON_AddNumberToObject(kernel, "smem_bytes", (double)a->tiling[k].smem);
+  }
+}
+
+static void print_json(const struct train_options *o, const struct plan *p, const struct plan_arch *a) {
   cJSON *j = cJSON_CreateObject();
   cJSON_AddNumberToObject(j, "world_size", o->world_size);
   cJSON_AddNumberToObject(j, "parameters", (double)p->numel);
@@ -146,6 +230,7 @@ static void print_json(const struct train_options *o, const struct plan *p) {
   cJSON_AddNumberToObject(j, "mesh_replicate", p->replicas);
   cJSON_AddNumberToObject(j, "mesh_shard", p->shard);
   cJSON_AddNumberToObject(j, "ranks_per_node", p->ranks_per_node);
+  if (a) add_arch_json(j, a);
   char *text = cJSON_Print(j);
   if (!text) fsdp_fatal("plan: out of memory printing JSON");
   printf("%s\n", text);
@@ -156,11 +241,14 @@ static void print_json(const struct train_options *o, const struct plan *p) {
 int fsdp_plan_main(int argc, char **argv) {
   struct train_options o;
   if (train_options_parse(OPTIONS_PLAN, &o, argc, argv)) return 0;
+  struct plan_arch arch;
+  int cuda = strcmp(o.device, "cuda") == 0;
+  if (cuda) plan_arch(&o, &arch);
   struct plan p;
   make_plan(&o, &p);
   if (strcmp(o.format, "json") == 0)
-    print_json(&o, &p);
+    print_json(&o, &p, cuda ? &arch : NULL);
   else
-    print_text(&o, &p);
+    print_text(&o, &p, cuda ? &arch : NULL);
   return 0;
 }

@@ -101,6 +101,9 @@ struct device *device_open_backend(const struct device_backend *backend, enum de
 const struct device_backend *cuda_backend(void);
 /* 0 when the process sees no GPU; the message says why. */
 int cuda_device_available(char *why, size_t why_size);
+/* Where there is one: the compute capability of this rank's GPU and the shared memory a
+ * block may opt in to (1); 0 in a build without CUDA. */
+int cuda_device_capability(int *major, int *minor, size_t *smem_optin);
 
 /* Before a stream of d is destroyed, with its work done: its cached blocks become the
  * host's, free for any stream (allocator.c). */

@@ -53,6 +53,17 @@ static void select_device(void) {
   CUDA_CALL(cudaSetDevice(ordinal));
 }
 
+int cuda_device_capability(int *major, int *minor, size_t *smem_optin) {
+  select_device();
+  int ordinal = 0, bytes = 0;
+  CUDA_CALL(cudaGetDevice(&ordinal));
+  CUDA_CALL(cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, ordinal));
+  CUDA_CALL(cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, ordinal));
+  CUDA_CALL(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, ordinal));
+  *smem_optin = (size_t)bytes;
+  return 1;
+}
+
 /* A failed allocation that the caching allocator recovers from (by emptying its cache)
  * must not leave its error for the next launch's cudaGetLastError. */
 static void *gpu_alloc(struct device *d, size_t bytes) {

@@ -9,3 +9,8 @@ int cuda_device_available(char *why, size_t why_size) {
   snprintf(why, why_size, "this fsdp was built without CUDA");
   return 0;
 }
+
+int cuda_device_capability(int *major, int *minor, size_t *smem_optin) {
+  (void)major, (void)minor, (void)smem_optin;
+  return 0;
+}

@@ -54,6 +54,11 @@ struct device *device_open_backend(const struct device_backend *backend, enum de
 
 int device_cuda_available(char *why, size_t why_size) { return cuda_device_available(why, why_size); }
 
+int device_cuda_capability(int *major, int *minor, size_t *smem_optin) {
+  char why[256];
+  return cuda_device_available(why, sizeof why) && cuda_device_capability(major, minor, smem_optin);
+}
+
 void device_close(struct device *d) {
   if (d == &cpu_device) return;
   device_empty_cache(d);
