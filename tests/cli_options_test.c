@@ -76,15 +76,39 @@ static void test_model_first(void) {
   EXPECT(o.seq_len == 64, "seq_len %d, want the lowered max_seq_len", o.seq_len);
 }
 
-/* A GPU's peak by the names cudaGetDeviceProperties gives (src/cli/mfu.c): the PCIe
- * H100 is not taken for the SXM one, an unknown card has none. */
+/* A GPU's peak by the names cudaGetDeviceProperties gives (src/cli/mfu.c): the PCIe and
+ * NVL H100 are not taken for the SXM one, an A100 for an A10, an L40S for an L40, a GB200
+ * for a B200 nor a GH200 for an H200; a card the table lacks (the A10G, GeForce cards but
+ * the 5090) or has no figure for (the RTX PRO 6000 Blackwell Max-Q) has none. */
 static void test_gpu_peaks(void) {
   static const struct {
     const char *model;
     double gflops;
   } cards[] = {
-      {"NVIDIA H100 80GB HBM3", 989e3}, {"NVIDIA H100 PCIe", 756e3},      {"NVIDIA H200", 989e3},
-      {"NVIDIA A100-SXM4-80GB", 312e3}, {"NVIDIA GeForce RTX 4090", 0.0}, {"", 0.0},
+      {"NVIDIA A100-SXM4-80GB", 312e3},
+      {"NVIDIA A100 80GB PCIe", 312e3},
+      {"NVIDIA A100-PCIE-40GB", 312e3},
+      {"NVIDIA A10", 125e3},
+      {"NVIDIA A10G", 0.0},
+      {"NVIDIA A40", 149.7e3},
+      {"NVIDIA L4", 121e3},
+      {"NVIDIA L40", 181.05e3},
+      {"NVIDIA L40S", 362.05e3},
+      {"NVIDIA RTX 6000 Ada Generation", 364.2e3},
+      {"NVIDIA H100 80GB HBM3", 989e3},
+      {"NVIDIA H100 PCIe", 756e3},
+      {"NVIDIA H100 NVL", 835e3},
+      {"NVIDIA H200", 989e3},
+      {"NVIDIA H200 NVL", 835e3},
+      {"NVIDIA GH200 480GB", 989e3},
+      {"NVIDIA B200", 2250e3},
+      {"NVIDIA GB200", 2500e3},
+      {"NVIDIA GeForce RTX 5090", 209.5e3},
+      {"NVIDIA RTX PRO 6000 Blackwell Workstation Edition", 503.8e3},
+      {"NVIDIA RTX PRO 6000 Blackwell Server Edition", 503.8e3},
+      {"NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", 0.0},
+      {"NVIDIA GeForce RTX 4090", 0.0},
+      {"", 0.0},
   };
   for (size_t i = 0; i < sizeof cards / sizeof cards[0]; i++) {
     double got = mfu_gpu_peak_gflops(cards[i].model);

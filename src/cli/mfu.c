@@ -30,19 +30,70 @@ double mfu_flops_per_token(const struct train_options *o, size_t parameters) {
 
 /* ---- a GPU's peak: its datasheet's ---- */
 
-/* Dense bf16 tensor-core peaks (no sparsity), by a part of the product name cudaGetDeviceProperties
- * reports; the first match counts, so the PCIe and NVL H100 come before the SXM one ("NVIDIA H100
- * 80GB HBM3"). */
+/* Dense bf16 tensor-core peaks with fp32 sums (no sparsity: where a datasheet gives only the
+ * sparse figure, half of it), by a part of the product name cudaGetDeviceProperties reports
+ * ("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "NVIDIA GeForce RTX 5090"). A part
+ * matches as whole words (so "A10" is not the A100's, nor the A10G's, a card no NVIDIA
+ * datasheet gives figures for; nor "L40" the L40S's), and the first match counts: the
+ * more specific names first. A figure 0 is a card we know but have no checked peak for.
+ * Sources: NVIDIA's datasheets, each figure found again (2026-11-29) in a copy of the
+ * datasheet's table through the project's search tool, but for those marked "unconfirmed":
+ * taken from NVIDIA's datasheet or whitepaper as we know it, its table not found again. */
 static const struct {
   const char *part;
   double gflops;
 } GPU_PEAKS[] = {
-    {"H100 PCIe", 756e3}, {"H100 NVL", 835e3}, {"H100", 989e3}, {"H200", 989e3}, {"A100", 312e3},
+    /* Ampere. A100 datasheet: BF16 Tensor Core 312 TFLOPS (624 with sparsity), SXM and PCIe
+     * alike. A10 datasheet: BF16 Tensor Core 125 TFLOPS (250 sparse), unconfirmed. A40
+     * datasheet: peak BF16 Tensor TFLOPS with FP32 accumulate 149.7 (299.4 sparse). */
+    {"A100", 312e3},
+    {"A10", 125e3},
+    {"A40", 149.7e3},
+    /* Ada. L4 datasheet: BF16 Tensor Core 242 TFLOPS with sparsity. L40 and L40S datasheets:
+     * BFLOAT16 Tensor Core 181.05 and 362.05 TFLOPS (362.1 and 733 sparse). RTX 6000 Ada
+     * datasheet: 1,457 TFLOPS FP8 with sparsity, a quarter of which is its dense bf16 with
+     * fp32 sums (the Ada whitepaper's 364.2), unconfirmed. */
+    {"L4", 121e3},
+    {"L40", 181.05e3},
+    {"L40S", 362.05e3},
+    {"RTX 6000 Ada", 364.2e3},
+    /* Hopper. H100 datasheet: BF16 Tensor Core 1,979 (SXM) and 1,513 (PCIe) TFLOPS with
+     * sparsity, 1,671 (NVL, unconfirmed). H200: the H100 SXM's compute, 1,979 (SXM); its NVL
+     * 1,671, unconfirmed. GH200 datasheet: 1,979, its GPU the H100 SXM's, unconfirmed. */
+    {"H100 PCIe", 756e3},
+    {"H100 NVL", 835e3},
+    {"H100", 989e3},
+    {"H200 NVL", 835e3},
+    {"H200", 989e3},
+    {"GH200", 989e3},
+    /* Blackwell. HGX B200 and GB200 NVL72 datasheets, one GPU's FP16/BF16 Tensor Core: 4.5 and
+     * 5 PFLOPS with sparsity. RTX PRO 6000 Blackwell: 4,000 AI TOPS (FP4, sparse) on its
+     * datasheet, so 500 TFLOPS of dense bf16 with fp32 sums (a workstation card sums in fp32
+     * at full rate); 503.8 from its clocks (unconfirmed against NVIDIA's whitepaper). Its
+     * Max-Q Workstation Edition runs lower clocks: no figure found. GeForce RTX 5090: 838.4
+     * TFLOPS FP16 with sparsity, with fp16 sums; a GeForce card sums 16-bit products in fp32
+     * at half that rate: 209.5 dense (the RTX Blackwell whitepaper's figure, unconfirmed). */
+    {"B200", 2250e3},
+    {"GB200", 2500e3},
+    {"RTX PRO 6000 Blackwell Max-Q", 0.0},
+    {"RTX PRO 6000 Blackwell", 503.8e3},
+    {"GeForce RTX 5090", 209.5e3},
 };
+
+/* 1 where part is in model as whole words: at its start or after a space, and at its end or
+ * before a space or a dash. */
+static int has_words(const char *model, const char *part) {
+  size_t n = strlen(part);
+  for (const char *at = strstr(model, part); at; at = strstr(at + 1, part)) {
+    char after = at[n];
+    if ((at == model || at[-1] == ' ') && (after == '\0' || after == ' ' || after == '-')) return 1;
+  }
+  return 0;
+}
 
 double mfu_gpu_peak_gflops(const char *model) {
   for (size_t i = 0; i < sizeof GPU_PEAKS / sizeof GPU_PEAKS[0]; i++)
-    if (strstr(model, GPU_PEAKS[i].part)) return GPU_PEAKS[i].gflops;
+    if (has_words(model, GPU_PEAKS[i].part)) return GPU_PEAKS[i].gflops;
   return 0.0;
 }
 

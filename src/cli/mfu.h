@@ -25,8 +25,14 @@ double mfu_flops_per_token(const struct train_options *o, size_t parameters);
  * its name (mfu_gpu_peak_gflops), 0 for a card not in the table: unknown, no MFU. */
 double mfu_peak_gflops(const struct train_options *o, struct device *device, struct comm_group *group);
 
-/* A GPU's dense bf16 peak in GFLOP/s by its product name (device_model): H100 SXM and
- * H200 989e3, H100 NVL 835e3, H100 PCIe 756e3, A100 312e3; 0 for any other. */
+/* A GPU's dense bf16 tensor-core peak in GFLOP/s (fp32 sums, no sparsity; its datasheet's,
+ * src/cli/mfu.c names each source) by its product name as cudaGetDeviceProperties gives it
+ * (device_model): A100 (SXM and PCIe) 312e3, A10 125e3, A40 149.7e3, L4 121e3, L40
+ * 181.05e3, L40S 362.05e3, RTX 6000 Ada 364.2e3, H100 PCIe 756e3, H100 NVL and H200 NVL
+ * 835e3, H100 SXM, H200 and GH200 989e3, B200 2250e3, GB200 2500e3, GeForce RTX 5090
+ * 209.5e3, RTX PRO 6000 Blackwell (Workstation and Server Editions) 503.8e3; 0 for any other
+ * (the RTX PRO 6000 Blackwell Max-Q, the A10G and GeForce cards but the 5090 among them):
+ * unknown, no MFU. */
 double mfu_gpu_peak_gflops(const char *model);
 
 /* The CPU's name in the peak cache's key where there is no brand string to read (aarch64),
