@@ -3,7 +3,8 @@
 # dependencies that scripts/gpu-deps.sh fetched (carried as .gpu-deps/), build fsdp.c
 # with CUDA and NCCL, and run the stages named on the command line, in order:
 #
-#   build      cmake -DFSDP_CUDA=ON -DNCCL_ROOT=... into build-gpu/ (incremental)
+#   build      cmake -DFSDP_CUDA=ON -DNCCL_ROOT=... into build-gpu/ (incremental), the kernels
+#              for this GPU's arch alone (GPU_CUDA_ARCHS=all: every arch CMakeLists.txt builds)
 #   test       first the GPU tests that train (ctest -L gpu_train: tests/gpu_train_test.sh,
 #              4 at a time), then the kernel and collectives tests (the rest of ctest -L gpu)
 #   smoke      fsdp train --device cuda: gpt2-tiny fp32 and bf16, and W=2 staged under mpirun
@@ -30,13 +31,15 @@
 # default 540, which leaves a 600 s call time to pack up); a stage that fails is logged and
 # the next one still runs (a stage that needs the build is skipped without one). Results go
 # to $OUT (the device tool's folder; ./gpu-session-out without it), at most 8 files:
-#   summary.md      each stage's status and time, the environment, the sanitizer's verdicts,
-#                   the bench tables
+#   summary.md      each stage's status and time, the GPU and its arch (compute capability, and
+#                   fsdp plan's line of the arch, its shared memory and the attention's
+#                   tiling there), the environment, the sanitizer's verdicts, the bench tables
 #   logs.tgz        every log of every stage
 #   bench-gpu.md    bench/gpu.sh's tables, bench-gpu.jsonl its results (when bench ran)
 #   nvidia-smi.txt  nvidia-smi -q, before the stages
 # Environment: GPU_SESSION_BUDGET, GPU_DEPS (default .gpu-deps), GPU_BUILD (default
-# build-gpu), GPU_WORK (default /tmp/fsdp-gpu), BENCH_ARGS (more flags for bench/gpu.sh).
+# build-gpu), GPU_WORK (default /tmp/fsdp-gpu), BENCH_ARGS (more flags for bench/gpu.sh),
+# GPU_CUDA_ARCHS (CMAKE_CUDA_ARCHITECTURES: default this GPU's, such as 90; all: CMake's list).
 set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -72,6 +75,11 @@ say() { printf '[gpu-session %4ds] %s\n' "$(($(date +%s) - start))" "$*" | tee -
 left() { echo $((budget - ($(date +%s) - start))); }
 results=()
 MPICC="" MPIRUN="" NCCL_DIR="" DNNL_LIB="" DNNL_INCLUDE="" CJSON_LIB="" CJSON_INCLUDE="" PCRE2_LIB="" PCRE2_INCLUDE=""
+# The GPU's compute capability ("9.0", nvidia-smi's compute_cap) and arch ("sm_90"); "" where
+# nvidia-smi cannot say.
+GPU_CC=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d ' ')
+[[ $GPU_CC =~ ^[0-9]+\.[0-9]+$ ]] || GPU_CC=""
+GPU_ARCH=${GPU_CC:+sm_${GPU_CC/./}}
 
 # Copies what should come back into $OUT; called after every stage, so a call killed at
 # its limit still returns what was done before.
@@ -81,6 +89,9 @@ publish() {
     echo
     echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$repo" diff --quiet 2>/dev/null || echo ' (+ uncommitted changes)')"
     echo "stages asked: ${stages[*]}; budget ${budget} s; elapsed $(($(date +%s) - start)) s"
+    echo "gpu: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1 || echo unknown);" \
+      "arch ${GPU_ARCH:-unknown} (compute capability ${GPU_CC:-unknown})"
+    [ -s "$logs/arch.txt" ] && sed 's/^ */fsdp plan: /' "$logs/arch.txt"
     echo
     echo "| stage | status | seconds | log |"
     echo "| --- | --- | --- | --- |"
@@ -217,6 +228,7 @@ setup() {
     echo "host: $(uname -srm); $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME"); $(ldd --version 2>&1 | head -n1)"
     echo "cpus: $(nproc); memory: $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
     echo "gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader 2>&1 | head -n1)"
+    echo "gpu arch: ${GPU_ARCH:-unknown} (compute capability ${GPU_CC:-unknown}); kernels built for: ${GPU_CUDA_ARCHS:-${GPU_CC/./}}"
     echo "nvcc: $(nvcc --version 2>&1 | grep -o 'release [0-9.]*' || echo 'not found')"
     echo "cmake: $(cmake --version 2>&1 | head -n1)"
     echo "mpirun: $("$MPIRUN" --version 2>&1 | head -n1) (OPAL_PREFIX=$OPAL_PREFIX)"
@@ -243,9 +255,23 @@ stage_build() {
            NCCL_ROOT=$NCCL_DIR; do
     [ -n "${v#*=}" ] && flags+=("-D$v")
   done
+  # The kernels for this GPU alone (a sixth of the full list's device code to compile), or
+  # GPU_CUDA_ARCHS's; "all" clears a narrowed cache, so that CMake takes its own list.
+  case ${GPU_CUDA_ARCHS:-} in
+    all) flags+=(-UCMAKE_CUDA_ARCHITECTURES) ;;
+    "") [ -n "$GPU_CC" ] && flags+=("-DCMAKE_CUDA_ARCHITECTURES=${GPU_CC/./}") ;;
+    *) flags+=("-DCMAKE_CUDA_ARCHITECTURES=$GPU_CUDA_ARCHS") ;;
+  esac
   set -x
   cmake -S "$repo" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DFSDP_CUDA=ON "${flags[@]}" &&
-    cmake --build "$build" -j "$(nproc)"
+    cmake --build "$build" -j "$(nproc)" || return 1
+  # What fsdp sees of this GPU: its arch, the shared memory a block may have, and the
+  # attention's tiling there (GPT-2's head dim 64 in fp32 and bf16, 128 in fp32).
+  local gpt2=(plan --device cuda --world-size 1 --model gpt2 --batch-size 1 --seq-len 64)
+  { "$build/fsdp" "${gpt2[@]}" | grep -A1 "GPU arch"
+    "$build/fsdp" "${gpt2[@]}" --param-dtype bf16 | grep "attention at"
+    "$build/fsdp" "${gpt2[@]}" --n-head 6 | grep "attention at"
+  } | tee "$logs/arch.txt" || true
 }
 
 tiny_text() {  # byte tokens for the small models: the repository's own documents
@@ -397,7 +423,8 @@ else
 fi
 # (A function's redirection keeps it in this shell: setup's variables are set here.)
 # The stages run under timeout, in a child bash: hand it the functions and variables.
-export repo build work logs deps MPICC MPIRUN NCCL_DIR DNNL_LIB DNNL_INCLUDE CJSON_LIB CJSON_INCLUDE PCRE2_LIB PCRE2_INCLUDE
+export repo build work logs deps MPICC MPIRUN NCCL_DIR DNNL_LIB DNNL_INCLUDE CJSON_LIB CJSON_INCLUDE PCRE2_LIB PCRE2_INCLUDE \
+  GPU_CC GPU_ARCH
 export -f bounded find_sanitizer stage_build stage_test stage_smoke sanitize_run sanitize_target stage_sanitize stage_bench \
   stage_ncu cpu_test tiny_text left
 export start budget
