@@ -127,10 +127,13 @@ void jsonl_input_chunks(const char *what, const char *path, size_t chunk_bytes, 
   byte_source_open(&c->src, what, path);
   c->open = 1;
   long line = 1;
-  size_t cap = chunk_bytes + READ_BYTES, len = 0, file_bytes = 0; /* buf[0, len): what no chunk took yet */
+  FSDP_CHECK(chunk_bytes > 0);
+  /* Reads of a megabyte, or of a chunk where chunks are smaller (the fuzz target's). */
+  size_t step = chunk_bytes < READ_BYTES ? chunk_bytes : READ_BYTES;
+  size_t cap = chunk_bytes + step, len = 0, file_bytes = 0; /* buf[0, len): what no chunk took yet */
   c->buf = fsdp_xmalloc(cap);
   for (;;) {
-    if (cap - len < READ_BYTES) { /* a line longer than a chunk */
+    if (cap - len < step) { /* a line longer than a chunk */
       if (len > INPUT_JSON_MAX_BYTES && !memchr(c->buf, '\n', len))
         fsdp_fatal("%s '%s': line %ld is longer than %d MiB", what, path, line, INPUT_JSON_MAX_BYTES >> 20);
       c->buf = fsdp_xrealloc(c->buf, cap *= 2);

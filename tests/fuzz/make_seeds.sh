@@ -11,7 +11,7 @@ corpus=$here/corpus
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
-mkdir -p "$corpus"/{safetensors,safetensors_index,hf_config,checkpoint,token_file,tokenizer,text_encode,memory_snapshot}
+mkdir -p "$corpus"/{safetensors,safetensors_index,hf_config,checkpoint,token_file,tokenizer,text_encode,memory_snapshot,documents}
 
 # Tokenizers of both styles, and llm.c's tokenizer.bin and token files, by hand.
 python3 - "$here/../tokenizer_files.py" "$corpus" <<'PY'
@@ -39,6 +39,16 @@ texts = [b"Hello world! It's 2024.\r\n\tand   spaces  \n", "caf\u00e9 \u4e2d\u65
          b"<|endoftext|>the<|begin_of_text|> in\n\n\n", b"\xff\xfe\xc0\x80 \xed\xa0\x80 \x00 12345678 ''s 'LL"]
 for i, t in enumerate(texts):
     open(f"{corpus}/text_encode/text-{i}", "wb").write(bytes([i % 2]) + t)
+# fsdp tokenize's inputs: JSON Lines as FineWeb's (other members, escapes, a blank line,
+# CRLF, no last newline), the same gzip'd in two members, paragraphs of text.
+import gzip
+jsonl = ('{"text": "Posted by matt\\nStraight from...", "id": "<urn:uuid:d853>", "language_score": 0.9}\n'
+         '\n{"id": 2, "text": "caf\\u00e9 \\ud83d\\ude00 \\"q\\" \\\\u0000 tab\\t"}\r\n{"text": ""}\n'
+         '{"text": "last, no newline"}').encode()
+open(f"{corpus}/documents/fineweb.jsonl", "wb").write(jsonl)
+open(f"{corpus}/documents/two-members.jsonl.gz", "wb").write(gzip.compress(jsonl[:90], mtime=0) +
+                                                              gzip.compress(jsonl[90:], mtime=0))
+open(f"{corpus}/documents/paragraphs.txt", "wb").write(b"First one.\n\nSecond\r\n\n\n\nthird\n\n")
 def safetensors(tensors, metadata):
     header, data = {"__metadata__": metadata}, b""
     for name, dtype, shape, raw in tensors:
