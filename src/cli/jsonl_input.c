@@ -1,6 +1,6 @@
 /* JSON Lines files as documents. Lines are parsed by cJSON one at a time, so a file never
  * has to fit in memory; only a line does. */
-#define _GNU_SOURCE /* memmem, memrchr */
+#define _GNU_SOURCE /* memrchr */
 #include <cJSON.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -11,6 +11,7 @@
 
 #include "byte_source.h"
 #include "fsdp/error.h"
+#include "fsdp/json_text.h"
 
 enum { READ_BYTES = 1 << 20 };
 
@@ -24,18 +25,6 @@ static int blank(const char *p, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r' && p[i] != '\n') return 0;
   return 1;
-}
-
-/* Where JSON text escapes a NUL (\u0000, its backslash not itself escaped), which cJSON
- * decodes into a C string that ends there; -1 if nowhere. (tokenizer_json.c refuses the
- * same in a tokenizer.json.) */
-static long nul_escape(const char *text, size_t length) {
-  for (const char *at = text; (at = memmem(at, length - (size_t)(at - text), "u0000", 5)); at += 5) {
-    size_t backslashes = 0;
-    while (at - backslashes > text && at[-1 - (long)backslashes] == '\\') backslashes++;
-    if (backslashes % 2 == 1) return (long)(at - 1 - text);
-  }
-  return -1;
 }
 
 static const char *kind(const cJSON *v) {
@@ -55,7 +44,7 @@ static void line_document(struct jsonl_file *f, const char *p, size_t n) {
   if (nul)
     fsdp_fatal("%s '%s': line %ld: a NUL byte (at byte %ld of the line), which JSON text cannot hold", f->what,
                f->path, f->line, (long)(nul - p) + 1);
-  long escape = nul_escape(p, n);
+  long escape = json_nul_escape(p, n);
   if (escape >= 0)
     fsdp_fatal("%s '%s': line %ld: a \\u0000 escape (at byte %ld of the line): a NUL inside a string is not "
                "supported (it would cut the text)", f->what, f->path, f->line, escape + 1);

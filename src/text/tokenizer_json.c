@@ -3,7 +3,6 @@
  * a ByteLevel decoder, added tokens. Whatever would make fsdp's ids differ from Hugging
  * Face's, or make decoding lose bytes, is refused by name: docs/architecture.md, "Text",
  * lists what is read and what is not. */
-#define _GNU_SOURCE /* memmem */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include "byte_level.h"
 #include "fsdp/error.h"
 #include "fsdp/input_file.h"
+#include "fsdp/json_text.h"
 #include "pattern.h"
 #include "tokenizer.h"
 
@@ -329,17 +329,6 @@ static void read_merges(const struct loader *l, const cJSON *merges) {
   free(joined);
 }
 
-/* Where JSON text escapes a NUL (\u0000, its backslash not itself escaped), which cJSON
- * decodes into a C string that ends there; -1 if nowhere. */
-static long nul_escape(const char *text, size_t length) {
-  for (const char *at = text; (at = memmem(at, length - (size_t)(at - text), "u0000", 5)); at += 5) {
-    size_t backslashes = 0;
-    while (at - backslashes > text && at[-1 - (long)backslashes] == '\\') backslashes++;
-    if (backslashes % 2 == 1) return (long)(at - 1 - text);
-  }
-  return -1;
-}
-
 struct text_tokenizer *text_tokenizer_load(const char *what, const char *path) {
   struct loader l = {what, path, fsdp_xcalloc(1, sizeof(struct text_tokenizer))};
   snprintf(l.t->name, sizeof l.t->name, "%s '%s'", what, path);
@@ -349,7 +338,7 @@ struct text_tokenizer *text_tokenizer_load(const char *what, const char *path) {
    * would cut the string short unseen (fuzzing's pattern was cut so). */
   const char *nul = memchr(text, 0, length);
   if (nul) fail(&l, "is not JSON (a NUL byte at byte %ld)", (long)(nul - text));
-  long escape = nul_escape(text, length);
+  long escape = json_nul_escape(text, length);
   if (escape >= 0)
     fail(&l, "has a \\u0000 escape at byte %ld: a NUL inside a string is not supported (it would cut the string)",
          escape);

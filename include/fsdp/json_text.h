@@ -1,0 +1,11 @@
+/* Checks of JSON text before cJSON parses it. */
+#ifndef FSDP_JSON_TEXT_H
+#define FSDP_JSON_TEXT_H
+
+#include <stddef.h>
+
+/* Where the text escapes a NUL (\u0000, its backslash not itself escaped), which cJSON
+ * decodes into a C string that ends there; -1 if nowhere. */
+long json_nul_escape(const char *text, size_t length);
+
+#endif
