@@ -7,7 +7,7 @@
 #     (C -> 4C) and down (4C -> C), each a forward and a backward's two products (dinp,
 #     dweight); the head (C -> V padded to 128) four times, as the loss computes its logits
 #     in the forward and again in the backward (src/models/decoder_loss.c). The spans are
-#     counted against that list. The peak is fsdp's own probe (src/cli/mfu.c), run afresh
+#     counted against that list. The peak is fsdp's own probe (src/train/peak.c), run afresh
 #     under the same load (a cache of its own), next to the quiet one cached in
 #     ~/.cache/fsdp.c/peak-gflops.txt when there is one. The step's other kernels are
 #     listed by their share of the step.

@@ -62,7 +62,7 @@ fi
 
 tests=(dtype nn_kernels nn_cpu16 nn_cpu_tiles nn_matmul decode gpt2_parity_fp32 gpt2_parity_bf16 gpt2_parity_fp16
        llama_parity_gqa stream allocator flat_param unit_w2 collectives_w2 fatal_exit input_file safetensors
-       checkpoint_files text data cli_options memviz_lib train_small)
+       checkpoint_files text data cli_options peak memviz_lib train_small)
 regex="^($(IFS='|'; echo "${tests[*]}"))\$"
 cd "$dir"
 found=$(ctest -N -R "$regex" | sed -n 's/^Total Tests: //p')

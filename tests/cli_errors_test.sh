@@ -104,7 +104,7 @@ expect_error "unknown --backward-prefetch" "--backward-prefetch: unknown mode 'e
 expect_error "negative --prefetch" "--prefetch: must be a non-negative integer" --data "$tmp/small.bin" --prefetch -1
 expect_error "zero --max-unsharded" "--max-unsharded: must be a positive integer" --data "$tmp/small.bin" \
   --max-unsharded 0
-expect_error "bad --overlap" "--overlap: must be on or off, got 'maybe'" --data "$tmp/small.bin" --overlap maybe
+expect_error "bad --overlap" "--overlap: unknown value 'maybe' (known: on, off)" --data "$tmp/small.bin" --overlap maybe
 expect_error "--trace-steps without a colon" "--trace-steps: expected FIRST:LAST" --data "$tmp/small.bin" \
   --trace-steps 3
 expect_error "--trace-steps backwards" "--trace-steps: the last step 1 comes before the first 3" \
@@ -125,7 +125,7 @@ expect_error "unknown --wrap" "--wrap: expected block, none or size:N, got 'laye
   --wrap layer
 expect_error "--wrap size:0" "--wrap: 'size:0' is not size:N" --data "$tmp/small.bin" --wrap size:0
 expect_error "--wrap size with a bad unit" "--wrap: 'size:5X' is not size:N" --data "$tmp/small.bin" --wrap size:5X
-expect_error "unknown --reshard-after-forward" "--reshard-after-forward: expected auto, true or false, got 'yes'" \
+expect_error "unknown --reshard-after-forward" "--reshard-after-forward: unknown value 'yes' (known: auto, true, false)" \
   --data "$tmp/small.bin" --reshard-after-forward yes
 expect_error "--reshard-after-forward under grad-op" "--reshard-after-forward: only for --sharding full" \
   --data "$tmp/small.bin" --sharding grad-op --reshard-after-forward true
@@ -159,7 +159,7 @@ COMMAND=plan expect_error "plan world size zero" "--world-size: must be a positi
   --world-size 0
 COMMAND=plan expect_error "plan offload on the cpu" "--offload cpu: only with --device cuda" --world-size 2 \
   --offload cpu
-COMMAND=plan expect_error "plan format" "--format: must be text or json, got 'xml'" --world-size 2 --format xml
+COMMAND=plan expect_error "plan format" "--format: unknown format 'xml' (known: text, json)" --world-size 2 --format xml
 COMMAND=plan expect_error "plan unknown --cuda-arch" \
   "--cuda-arch: unknown GPU arch 'sm_75' (known: sm_80, sm_86, sm_89, sm_90, sm_100, sm_120)" --world-size 1 \
   --device cuda --cuda-arch sm_75

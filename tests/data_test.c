@@ -12,8 +12,7 @@
 
 #include "check.h"
 #include "child_stderr.h"
-#include "data_set.h"
-#include "fsdp/cli.h"
+#include "fsdp/data.h"
 #include "temp_files.h"
 
 static void put_le16(unsigned char *b, uint16_t v) {
@@ -261,18 +260,9 @@ static void test_data_set(void) {
 /* A loader over the shards as `fsdp train --data SPEC --val-fraction F` builds it. */
 static void open_loader(struct data_loader *l, const char *spec, const char *val_spec, float val_fraction, int T,
                         int G, int val_batches, const char *io) {
-  struct train_options o;
-  memset(&o, 0, sizeof o);
-  o.data = spec;
-  o.val_data = val_spec;
-  o.data_format = "auto";
-  o.data_io = io;
-  o.val_fraction = val_fraction;
-  o.val_every = val_batches ? 1 : 0;
-  o.val_batches = val_batches ? val_batches : 1;
-  o.seed = 1234;
-  o.config.vocab_size = 65536;
-  data_loader_open(l, &o, T, G);
+  struct data_spec d = {.files = spec, .val_files = val_spec, .format = "auto", .io = io, .val_fraction = val_fraction,
+                        .val_every = val_batches ? 1 : 0, .val_batches = val_batches ? val_batches : 1};
+  data_loader_open(l, &d, 65536, 1234, T, G);
 }
 
 /* With token i of shard k equal to its base + i, a row is a window when it counts up
@@ -424,18 +414,11 @@ static void run_load_case(const struct load_case *c) {
     token_data_load(&d, c->path, c->format, c->vocab_size);
     return;
   }
-  struct train_options o;
-  memset(&o, 0, sizeof o);
-  o.data = c->path;
-  o.val_data = c->val_path;
-  o.data_format = c->format;
-  o.data_io = "pread";
-  o.val_fraction = c->val_fraction;
-  o.val_every = c->val_batches > 0;
-  o.val_batches = c->val_batches > 0 ? c->val_batches : 1;
-  o.config.vocab_size = c->vocab_size;
+  struct data_spec d = {.files = c->path, .val_files = c->val_path, .format = c->format, .io = "pread",
+                        .val_fraction = c->val_fraction, .val_every = c->val_batches > 0,
+                        .val_batches = c->val_batches > 0 ? c->val_batches : 1};
   struct data_loader l;
-  data_loader_open(&l, &o, c->seq_len, 2);
+  data_loader_open(&l, &d, c->vocab_size, 0, c->seq_len, 2);
   int in[64], tg[64];
   for (uint64_t b = 0; c->kind == STREAM && b < l.train.order.windows_per_epoch; b++)
     data_loader_train_batch(&l, b, 0, 2, in, tg);

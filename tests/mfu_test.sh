@@ -1,5 +1,5 @@
 #!/bin/sh
-# GFLOP/s and MFU in the log (src/cli/mfu.c): every step's gflops is the model FLOPs of
+# GFLOP/s and MFU in the log (src/train/mfu.c, src/train/peak.c): every step's gflops is the model FLOPs of
 # a step, 6 N + 12 L C T a token over the step's tokens on all ranks (computed here from
 # the shape), over its time; its mfu is gflops over the peak of all ranks: --peak-gflops
 # times W. Without the flag the peak comes from a probe, or from the cache in

@@ -25,7 +25,6 @@
 #include "fsdp/dtype.h"
 #include "fsdp/error.h"
 #include "fsdp/rng.h"
-#include "data_set.h"
 #include "tensor_file.h"
 #include "test_models.h"
 
@@ -93,28 +92,30 @@ static void write_logits(FILE *f, const struct decoder *d, int V) {
 
 /* argv: "train" and fsdp train's flags. */
 static void dump_training(const char *path, int argc, char **argv) {
-  struct train_options o;
-  if (train_options_parse(OPTIONS_TRAIN, &o, argc, argv)) return;
+  struct command_options options;
+  if (command_options_parse(COMMAND_TRAIN, &options, argc, argv)) return;
+  const struct train_config o = options.run;
+  const struct model_spec *spec = &o.model;
   if (o.mp.param_dtype != DTYPE_F32)
     fsdp_fatal("parity_dump train: --param-dtype %s: the PyTorch reference trains in fp32 only",
                dtype_name(o.mp.param_dtype));
   /* Step s reads rows [0, G) of global batch s: rank r, micro-batch k of K its rows from (r K + k) B. */
-  int G = train_options_batch_per_rank(&o, 1) * o.grad_accum, T = o.seq_len;
+  int G = train_config_batch_per_rank(&o, 1) * o.grad_accum, T = o.seq_len;
   struct fsdp_model m;
   fsdp_model_init(&m, device_cpu(), comm_self(), SHARD_FULL, NULL, &o.mp);
-  void *model = o.family->create(&o.config, &m, 1, T, 0); /* no step runs: one row of activations */
+  void *model = spec->family->create(&spec->config, &m, 1, T, 0); /* no step runs: one row of activations */
   fsdp_model_wrap(&m, &o.wrap);
   fsdp_model_init_params(&m, o.seed);
 
   FILE *out = tensor_file_create(path);
   struct adamw_config adamw = {o.lr, o.beta1, o.beta2, o.eps, o.weight_decay};
-  write_config(out, &o.config, &adamw, o.grad_clip, o.mp.param_dtype);
+  write_config(out, &spec->config, &adamw, o.grad_clip, o.mp.param_dtype);
   float schedule[] = {o.min_lr, (float)o.warmup, (float)o.steps};
   tensor_file_write(out, "schedule", schedule, 1, (int[]){3});
   write_weights(out, &m, "");
 
   struct data_loader data;
-  data_loader_open(&data, &o, T, G);
+  data_loader_open(&data, &o.data, spec->config.vocab_size, o.seed, T, G);
   size_t per_step = (size_t)G * (size_t)T;
   int *inputs = malloc(o.steps * per_step * sizeof(int)), *targets = malloc(o.steps * per_step * sizeof(int));
   for (int s = 0; s < o.steps; s++)
@@ -125,7 +126,7 @@ static void dump_training(const char *path, int argc, char **argv) {
   free(inputs);
   free(targets);
   data_loader_free(&data);
-  o.family->free(model);
+  spec->family->free(model);
   fsdp_model_free(&m);
 }
 

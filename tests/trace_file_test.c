@@ -13,11 +13,11 @@
 #include <string.h>
 
 #include "check.h"
-#include "fsdp/cli.h"
 #include "fsdp/comm.h"
 #include "fsdp/error.h"
 #include "fsdp/log.h"
 #include "fsdp/trace.h"
+#include "run_outputs.h"
 
 static const char *const track_names[] = {"compute", "all-gather", "reduce-scatter"};
 enum { N_TRACKS = 3, N_NAMED_SPANS = 5 };

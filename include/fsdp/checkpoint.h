@@ -5,7 +5,7 @@
  * its unit or its place in a flat buffer, so a checkpoint loads under any wrap policy,
  * world size and sharding strategy: each rank reads the pieces that intersect what it
  * owns. The metadata that lists the files and their pieces is the caller's
- * (src/cli/checkpoint_meta.c writes it as JSON). */
+ * (src/train/checkpoint_meta.c writes it as JSON). */
 #ifndef FSDP_CHECKPOINT_H
 #define FSDP_CHECKPOINT_H
 

@@ -235,10 +235,12 @@ size_t fsdp_model_numel(const struct fsdp_model *m);
 /* Bytes of sharded state on this rank: (params + grads + 2 AdamW moments) * shard * 4. */
 size_t fsdp_model_sharded_state_bytes(const struct fsdp_model *m);
 
+/* The names of the strategies and backward prefetch modes, by value, then NULL. */
+extern const char *const SHARDING_STRATEGY_NAMES[];
+extern const char *const BACKWARD_PREFETCH_NAMES[];
 const char *sharding_strategy_name(enum sharding_strategy s);
 /* Returns -1 for an unknown name. */
 int sharding_strategy_parse(const char *name);
 const char *backward_prefetch_name(enum backward_prefetch p);
-int backward_prefetch_parse(const char *name);
 
 #endif

@@ -3,11 +3,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fsdp/cli.h"
 #include "fsdp/comm.h"
 #include "fsdp/error.h"
 #include "fsdp/hf.h"
 #include "fsdp/log.h"
-#include "model_source.h"
+#include "fsdp/train.h"
 
 /* The folder, made if missing (its parent must exist). */
 static void make_output_folder(const char *dir) {
@@ -21,8 +22,8 @@ static void make_output_folder(const char *dir) {
 
 int fsdp_export_main(int argc, char **argv) {
   comm_init(&argc, &argv);
-  struct train_options o;
-  if (train_options_parse(OPTIONS_EXPORT, &o, argc, argv)) {
+  struct command_options o;
+  if (command_options_parse(COMMAND_EXPORT, &o, argc, argv)) {
     comm_finalize();
     return 0;
   }
@@ -32,12 +33,12 @@ int fsdp_export_main(int argc, char **argv) {
 
   /* No batch runs: the smallest one the model can be declared for. */
   struct source_model m;
-  source_model_open(&m, &o, world, 1, 1, NULL);
+  source_model_open(&m, &o.run.model, o.run.seed, world, 1, 1, NULL);
   if (m.source) fsdp_log_info("parameters: from %s", m.source);
-  hf_export(&m.fsdp, o.family, &o.config, o.output, o.export_dtype, o.max_file_bytes, rank == 0);
+  hf_export(&m.fsdp, m.family, &o.run.model.config, o.output, o.export_dtype, o.max_file_bytes, rank == 0);
   fsdp_log_info("exported %zu parameters (%s) to %s", fsdp_model_numel(&m.fsdp), dtype_name(o.export_dtype),
                 o.output);
-  source_model_close(&m, &o);
+  source_model_close(&m);
   comm_finalize();
   return 0;
 }

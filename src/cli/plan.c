@@ -1,8 +1,8 @@
 /* `fsdp plan`: the memory per rank and the traffic of a training configuration. It
- * runs two steps of the very training `fsdp train` runs (src/cli/train.c), on the meta
- * device over a meta group of --world-size ranks: every allocation is made and counted,
- * no byte is touched, nothing is computed. The second step is reported: it starts with
- * what the first one's optimizer prefetched, as every later step does. A plan for
+ * runs two steps of the very training `fsdp train` runs (src/train/step_plan.c), on the
+ * meta device over a meta group of --world-size ranks: every allocation is made and
+ * counted, no byte is touched, nothing is computed. The second step is reported: it starts
+ * with what the first one's optimizer prefetched, as every later step does. A plan for
  * --device cuda names the GPU arch it is for (--cuda-arch, else this machine's GPU, else
  * sm_90), the shared memory a block may have there and the attention kernels' tiling in it
  * (fsdp/cuda_arch.h): what the launchers would choose on such a GPU. */
@@ -10,22 +10,18 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fsdp/cli.h"
 #include "fsdp/comm.h"
 #include "fsdp/cuda_arch.h"
 #include "fsdp/device.h"
 #include "fsdp/error.h"
-#include "fsdp/log.h"
 #include "fsdp/nn.h"
-#include "trainer.h"
+#include "fsdp/train.h"
 
 struct plan {
-  struct mem_stats mem; /* of the second step */
-  struct mem_stats host; /* the host's pinned memory apart from the device's (--offload cpu) */
-  struct comm_traffic traffic, replicate_traffic; /* within the shard group, across the replicas */
+  struct step_plan step;
   int replicas, shard, ranks_per_node;
   double within_node, between_nodes; /* bytes a rank sends, on average over the ranks */
-  size_t numel;
-  int n_units, B;
 };
 
 /* The GPU a --device cuda plan is for, and the attention's tiling there. */
@@ -40,7 +36,7 @@ struct plan_arch {
   struct cuda_attention_tiling tiling[3]; /* by enum cuda_attention_kernel */
 };
 
-static void plan_arch(const struct train_options *o, struct plan_arch *a) {
+static void plan_arch(const struct command_options *o, struct plan_arch *a) {
   memset(a, 0, sizeof *a);
   const struct cuda_arch *arch = NULL;
   int major = 0, minor = 0;
@@ -62,8 +58,8 @@ static void plan_arch(const struct train_options *o, struct plan_arch *a) {
     snprintf(a->name, sizeof a->name, "%s", arch->name);
     a->major = arch->major, a->minor = arch->minor, a->smem_optin = arch->smem_optin, a->gpus = arch->gpus;
   }
-  a->head_dim = o->config.n_embd / o->config.n_head;
-  a->dtype = o->mp.param_dtype; /* a GPU computes in the param dtype (nn_compute_dtype) */
+  a->head_dim = o->run.model.config.n_embd / o->run.model.config.n_head;
+  a->dtype = o->run.mp.param_dtype; /* a GPU computes in the param dtype (nn_compute_dtype) */
   a->tensor_cores = cuda_attention_tensor_cores(a->dtype, a->head_dim);
   for (int k = CUDA_ATTENTION_FORWARD; k <= CUDA_ATTENTION_BACKWARD_Q; k++) {
     a->tiling[k] = cuda_attention_tiling((enum cuda_attention_kernel)k, a->tensor_cores, a->head_dim, a->smem_optin);
@@ -97,33 +93,17 @@ static double sent(const struct comm_traffic *t) { return t->all_gather + t->red
 static void split_by_node(struct plan *p) {
   double shard_between = between_nodes_fraction(p->replicas, p->shard, p->shard, 1, p->ranks_per_node);
   double replicate_between = between_nodes_fraction(p->shard, 1, p->replicas, p->shard, p->ranks_per_node);
-  double shard_bytes = sent(&p->traffic), replicate_bytes = sent(&p->replicate_traffic);
+  double shard_bytes = sent(&p->step.traffic), replicate_bytes = sent(&p->step.replicate_traffic);
   p->between_nodes = shard_between * shard_bytes + replicate_between * replicate_bytes;
   p->within_node = shard_bytes + replicate_bytes - p->between_nodes;
 }
 
-static void make_plan(const struct train_options *o, struct plan *p) {
+static void make_plan(const struct command_options *o, struct plan *p) {
   memset(p, 0, sizeof *p);
-  struct device *meta = device_open(DEVICE_META, device_kind_parse(o->device));
-  struct comm_group *group = comm_meta_group(meta, o->world_size, 0);
-  struct trainer t;
-  trainer_setup(&t, o, meta, group, 1);
-  p->B = t.B;
-  p->numel = fsdp_model_numel(&t.fsdp);
-  p->n_units = t.fsdp.n_units;
-  struct step_metrics m;
-  for (int step = 1; step <= 2; step++) {
-    trainer_step(&t, step, &m);
-    fsdp_model_take_traffic(&t.fsdp, &p->traffic, &p->replicate_traffic);
-  }
-  train_options_mesh(o, o->world_size, &p->replicas, &p->shard);
+  plan_step(&o->run, o->world_size, &p->step);
+  train_config_mesh(&o->run, o->world_size, &p->replicas, &p->shard);
   p->ranks_per_node = o->ranks_per_node ? o->ranks_per_node : p->shard;
   split_by_node(p);
-  p->mem = m.mem;
-  p->host = m.host_mem;
-  trainer_teardown(&t);
-  comm_group_free(group);
-  device_close(meta);
 }
 
 static double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
@@ -152,33 +132,35 @@ static void print_arch_text(const struct plan_arch *a) {
          t[2].smem, t[0].rows, t[1].rows, t[2].rows);
 }
 
-static void print_text(const struct train_options *o, const struct plan *p, const struct plan_arch *a) {
+static void print_text(const struct command_options *options, const struct plan *p, const struct plan_arch *a) {
+  const struct train_config *o = &options->run;
+  const struct step_plan *s = &p->step;
   printf("plan: %s, %zu parameters in %d units; %s sharding over %d ranks; batch %d x %d per rank x %d "
          "micro-batches (%s)\n",
-         o->model, p->numel, p->n_units, sharding_strategy_name(o->sharding), o->world_size, p->B, o->seq_len,
-         o->grad_accum, o->accum_mode == ACCUM_NO_SYNC ? "no-sync" : "sharded");
+         o->model.name, s->numel, s->n_units, sharding_strategy_name(o->model.sharding), options->world_size, s->B,
+         o->seq_len, o->grad_accum, o->accum_mode == ACCUM_NO_SYNC ? "no-sync" : "sharded");
   printf("      activation checkpointing %s, param dtype %s, reduce dtype %s; on %s%s\n",
          o->ac_every == 0 ? "none" : o->ac_every == 1 ? "full" : "every k-th block", dtype_name(o->mp.param_dtype),
-         dtype_name(o->mp.reduce_dtype), o->device,
+         dtype_name(o->mp.reduce_dtype), o->model.device,
          o->offload_cpu ? ", sharded state offloaded to pinned host memory" : "");
   printf("      %d OpenMP thread(s) per rank, as here (OMP_NUM_THREADS)\n", nn_num_threads());
   if (a) print_arch_text(a);
-  printf("\n%s memory per rank in a training step:\n", o->device);
-  print_categories(&p->mem);
-  if (p->host.total_peak) {
-    printf("\nhost memory per rank (pinned), apart from the %s peak above:\n", o->device);
-    print_categories(&p->host);
+  printf("\n%s memory per rank in a training step:\n", o->model.device);
+  print_categories(&s->mem);
+  if (s->host.total_peak) {
+    printf("\nhost memory per rank (pinned), apart from the %s peak above:\n", o->model.device);
+    print_categories(&s->host);
   }
-  size_t state = model_state_bytes(&p->mem) + model_state_bytes(&p->host);
+  size_t state = model_state_bytes(&s->mem) + model_state_bytes(&s->host);
   printf("  model state (sharded params, grads, AdamW) %.2f MiB = %.2f bytes per parameter\n", mib((double)state),
-         (double)state / (double)p->numel);
+         (double)state / (double)s->numel);
   printf("\ntraffic per rank per step (each rank receives as much as it sends):\n");
-  printf("  all-gather      %12.2f MiB sent\n", mib(p->traffic.all_gather));
-  printf("  reduce-scatter  %12.2f MiB sent\n", mib(p->traffic.reduce_scatter));
-  printf("  all-reduce      %12.2f MiB sent\n", mib(p->traffic.all_reduce));
+  printf("  all-gather      %12.2f MiB sent\n", mib(s->traffic.all_gather));
+  printf("  reduce-scatter  %12.2f MiB sent\n", mib(s->traffic.reduce_scatter));
+  printf("  all-reduce      %12.2f MiB sent\n", mib(s->traffic.all_reduce));
   if (p->replicas > 1)
     printf("  replicate all-reduce %7.2f MiB sent (HSDP mesh %d x %d: across the replicas)\n",
-           mib(sent(&p->replicate_traffic)), p->replicas, p->shard);
+           mib(sent(&s->replicate_traffic)), p->replicas, p->shard);
   printf("  within a machine     %7.2f MiB, between machines %.2f MiB (%d consecutive ranks per machine, rings "
          "in rank order; on average over the ranks)\n",
          mib(p->within_node), mib(p->between_nodes), p->ranks_per_node);
@@ -204,27 +186,28 @@ static void add_arch_json(cJSON *j, const struct plan_arch *a) {
   }
 }
 
-static void print_json(const struct train_options *o, const struct plan *p, const struct plan_arch *a) {
+static void print_json(const struct command_options *o, const struct plan *p, const struct plan_arch *a) {
+  const struct step_plan *s = &p->step;
   cJSON *j = cJSON_CreateObject();
   cJSON_AddNumberToObject(j, "world_size", o->world_size);
-  cJSON_AddNumberToObject(j, "parameters", (double)p->numel);
-  cJSON_AddNumberToObject(j, "batch_per_rank", p->B);
+  cJSON_AddNumberToObject(j, "parameters", (double)s->numel);
+  cJSON_AddNumberToObject(j, "batch_per_rank", s->B);
   cJSON_AddNumberToObject(j, "openmp_threads_per_rank", nn_num_threads());
   cJSON *peak = cJSON_AddObjectToObject(j, "peak_bytes"), *at = cJSON_AddObjectToObject(j, "at_total_peak_bytes");
   for (int c = 0; c < MEM_NUM_CATEGORIES; c++) {
-    cJSON_AddNumberToObject(peak, mem_category_name(c), (double)p->mem.peak[c]);
-    cJSON_AddNumberToObject(at, mem_category_name(c), (double)p->mem.at_total_peak[c]);
+    cJSON_AddNumberToObject(peak, mem_category_name(c), (double)s->mem.peak[c]);
+    cJSON_AddNumberToObject(at, mem_category_name(c), (double)s->mem.at_total_peak[c]);
   }
-  cJSON_AddNumberToObject(j, "total_peak_bytes", (double)p->mem.total_peak);
+  cJSON_AddNumberToObject(j, "total_peak_bytes", (double)s->mem.total_peak);
   cJSON *host = cJSON_AddObjectToObject(j, "host_peak_bytes");
   for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
-    cJSON_AddNumberToObject(host, mem_category_name(c), (double)p->host.peak[c]);
-  cJSON_AddNumberToObject(j, "host_total_peak_bytes", (double)p->host.total_peak);
+    cJSON_AddNumberToObject(host, mem_category_name(c), (double)s->host.peak[c]);
+  cJSON_AddNumberToObject(j, "host_total_peak_bytes", (double)s->host.total_peak);
   cJSON *traffic = cJSON_AddObjectToObject(j, "sent_bytes_per_step");
-  cJSON_AddNumberToObject(traffic, "all_gather", p->traffic.all_gather);
-  cJSON_AddNumberToObject(traffic, "reduce_scatter", p->traffic.reduce_scatter);
-  cJSON_AddNumberToObject(traffic, "all_reduce", p->traffic.all_reduce);
-  cJSON_AddNumberToObject(traffic, "replicate_all_reduce", sent(&p->replicate_traffic));
+  cJSON_AddNumberToObject(traffic, "all_gather", s->traffic.all_gather);
+  cJSON_AddNumberToObject(traffic, "reduce_scatter", s->traffic.reduce_scatter);
+  cJSON_AddNumberToObject(traffic, "all_reduce", s->traffic.all_reduce);
+  cJSON_AddNumberToObject(traffic, "replicate_all_reduce", sent(&s->replicate_traffic));
   cJSON_AddNumberToObject(traffic, "within_node", p->within_node);
   cJSON_AddNumberToObject(traffic, "between_nodes", p->between_nodes);
   cJSON_AddNumberToObject(j, "mesh_replicate", p->replicas);
@@ -239,10 +222,10 @@ static void print_json(const struct train_options *o, const struct plan *p, cons
 }
 
 int fsdp_plan_main(int argc, char **argv) {
-  struct train_options o;
-  if (train_options_parse(OPTIONS_PLAN, &o, argc, argv)) return 0;
+  struct command_options o;
+  if (command_options_parse(COMMAND_PLAN, &o, argc, argv)) return 0;
   struct plan_arch arch;
-  int cuda = strcmp(o.device, "cuda") == 0;
+  int cuda = strcmp(o.run.model.device, "cuda") == 0;
   if (cuda) plan_arch(&o, &arch);
   struct plan p;
   make_plan(&o, &p);

@@ -5,11 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fsdp/cli.h"
 #include "fsdp/comm.h"
 #include "fsdp/error.h"
-#include "model_source.h"
-#include "sampler.h"
-#include "tokenizer_file.h"
+#include "fsdp/sampler.h"
+#include "fsdp/text.h"
+#include "fsdp/train.h"
 
 /* Byte-level models read and print text as bytes, token id = byte. */
 enum { BYTE_VOCAB = 256 };
@@ -17,9 +18,9 @@ enum { BYTE_VOCAB = 256 };
 /* The prompt's ids: --prompt-tokens; --prompt encoded by a tokenizer.json (as a document
  * starts, after its document token), or its bytes for a byte-level model. Checked
  * against the model. */
-static int *prompt_ids(const struct train_options *o, const struct tokenizer_file *t, int *n) {
-  int V = o->config.vocab_size, max = o->config.max_seq_len;
-  if (!o->prompt == !o->prompt_ids)
+static int *prompt_ids(const struct command_options *o, const struct tokenizer_file *t, int *n) {
+  int V = o->run.model.config.vocab_size, max = o->run.model.config.max_seq_len;
+  if (!o->prompt == !o->prompt_tokens.ids)
     fsdp_fatal(o->prompt ? "--prompt and --prompt-tokens: give one of them, not both"
                          : "--prompt or --prompt-tokens is required (see fsdp sample --help)");
   const char *flag = o->prompt ? "--prompt" : "--prompt-tokens";
@@ -32,9 +33,9 @@ static int *prompt_ids(const struct train_options *o, const struct tokenizer_fil
   if (encoded) {
     ids = tokenizer_file_encode(t, o->prompt, n);
   } else {
-    *n = o->prompt ? (int)strlen(o->prompt) : o->n_prompt_ids;
+    *n = o->prompt ? (int)strlen(o->prompt) : o->prompt_tokens.n;
     ids = fsdp_xcalloc((size_t)*n + 1, sizeof *ids);
-    for (int i = 0; i < *n; i++) ids[i] = o->prompt ? (unsigned char)o->prompt[i] : o->prompt_ids[i];
+    for (int i = 0; i < *n; i++) ids[i] = o->prompt ? (unsigned char)o->prompt[i] : o->prompt_tokens.ids[i];
   }
   if (*n >= max)
     fsdp_fatal("%s: %d tokens leave no room for a new one within the model's max_seq_len %d", flag, *n, max);
@@ -43,10 +44,10 @@ static int *prompt_ids(const struct train_options *o, const struct tokenizer_fil
   return ids;
 }
 
-static void print_token(const struct train_options *o, const struct tokenizer_file *t, int id, int first) {
+static void print_token(const struct command_options *o, const struct tokenizer_file *t, int id, int first) {
   if (o->tokenizer)
     tokenizer_file_print(t, id, stdout);
-  else if (o->config.vocab_size <= BYTE_VOCAB)
+  else if (o->run.model.config.vocab_size <= BYTE_VOCAB)
     putchar(id);
   else
     printf(first ? "%d" : " %d", id);
@@ -55,8 +56,8 @@ static void print_token(const struct train_options *o, const struct tokenizer_fi
 
 int fsdp_sample_main(int argc, char **argv) {
   comm_init(&argc, &argv);
-  struct train_options o;
-  if (train_options_parse(OPTIONS_SAMPLE, &o, argc, argv)) {
+  struct command_options o;
+  if (command_options_parse(COMMAND_SAMPLE, &o, argc, argv)) {
     comm_finalize();
     return 0;
   }
@@ -64,32 +65,34 @@ int fsdp_sample_main(int argc, char **argv) {
   if (comm_size(world) != 1)
     fsdp_fatal("fsdp sample runs on one rank, not %d: a generation is one sequence (launch it without mpirun -np)",
                comm_size(world));
+  const struct model_spec *spec = &o.run.model;
+  const struct model_config *config = &spec->config;
   struct tokenizer_file tokenizer = {0};
   if (o.tokenizer) tokenizer_file_load(&tokenizer, "--tokenizer", o.tokenizer);
-  if (tokenizer.json && tokenizer.vocab_size > o.config.vocab_size)
+  if (tokenizer.json && tokenizer.vocab_size > config->vocab_size)
     fsdp_fatal("--tokenizer '%s' has %d tokens, more than the model's vocab size %d", o.tokenizer, tokenizer.vocab_size,
-               o.config.vocab_size);
+               config->vocab_size);
   int n_prompt;
   int *ids = prompt_ids(&o, &tokenizer, &n_prompt);
   int total = n_prompt + o.max_new_tokens;
-  if (total > o.config.max_seq_len) {
-    fprintf(stderr, "stopping at the model's max_seq_len %d: %d new tokens, not %d\n", o.config.max_seq_len,
-            o.config.max_seq_len - n_prompt, o.max_new_tokens);
-    total = o.config.max_seq_len;
+  if (total > config->max_seq_len) {
+    fprintf(stderr, "stopping at the model's max_seq_len %d: %d new tokens, not %d\n", config->max_seq_len,
+            config->max_seq_len - n_prompt, o.max_new_tokens);
+    total = config->max_seq_len;
   }
 
   /* The training activations are for batches of 1 x 1: a decode step uses its own. */
   struct source_model m;
-  source_model_open(&m, &o, world, 1, 1, &o.mp);
+  source_model_open(&m, spec, o.run.seed, world, 1, 1, &o.run.mp);
   void *model = m.model;
   /* Notes go to stderr: stdout is the generation. */
   if (m.source) fprintf(stderr, "parameters: from %s\n", m.source);
 
-  struct kv_cache *cache = o.family->cache_create(model, total);
+  struct kv_cache *cache = spec->family->cache_create(model, total);
   struct sampler sampler;
-  sampler_init(&sampler, o.config.vocab_size, o.temperature, o.top_k, o.seed);
-  float *logits = fsdp_xcalloc((size_t)o.config.vocab_size, sizeof *logits);
-  o.family->decode(model, cache, ids, n_prompt, logits); /* the prompt as one step */
+  sampler_init(&sampler, config->vocab_size, o.temperature, o.top_k, o.run.seed);
+  float *logits = fsdp_xcalloc((size_t)config->vocab_size, sizeof *logits);
+  spec->family->decode(model, cache, ids, n_prompt, logits); /* the prompt as one step */
   for (int position = n_prompt; position < total; position++) {
     int next = sampler_next(&sampler, logits);
     if (tokenizer.json && tokenizer_file_stops_at(&tokenizer, next)) {
@@ -99,17 +102,17 @@ int fsdp_sample_main(int argc, char **argv) {
       break;
     }
     print_token(&o, &tokenizer, next, position == n_prompt);
-    if (position + 1 < total) o.family->decode(model, cache, &next, 1, logits);
+    if (position + 1 < total) spec->family->decode(model, cache, &next, 1, logits);
   }
   putchar('\n');
 
   free(logits);
   sampler_free(&sampler);
-  o.family->cache_free(model, cache);
-  source_model_close(&m, &o);
+  spec->family->cache_free(model, cache);
+  source_model_close(&m);
   if (o.tokenizer) tokenizer_file_free(&tokenizer);
   free(ids);
-  free(o.prompt_ids);
+  command_options_free(&o);
   comm_finalize();
   return 0;
 }

@@ -286,10 +286,9 @@ static int name_index(const char *const *names, int n, const char *name) {
   return -1;
 }
 
-static const char *const strategy_names[] = {"full", "grad-op", "none"};
-static const char *const backward_prefetch_names[] = {"none", "pre", "post"};
+const char *const SHARDING_STRATEGY_NAMES[] = {"full", "grad-op", "none", NULL};
+const char *const BACKWARD_PREFETCH_NAMES[] = {"none", "pre", "post", NULL};
 
-const char *sharding_strategy_name(enum sharding_strategy s) { return strategy_names[s]; }
-int sharding_strategy_parse(const char *name) { return name_index(strategy_names, 3, name); }
-const char *backward_prefetch_name(enum backward_prefetch p) { return backward_prefetch_names[p]; }
-int backward_prefetch_parse(const char *name) { return name_index(backward_prefetch_names, 3, name); }
+const char *sharding_strategy_name(enum sharding_strategy s) { return SHARDING_STRATEGY_NAMES[s]; }
+int sharding_strategy_parse(const char *name) { return name_index(SHARDING_STRATEGY_NAMES, 3, name); }
+const char *backward_prefetch_name(enum backward_prefetch p) { return BACKWARD_PREFETCH_NAMES[p]; }

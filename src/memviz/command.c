@@ -2,11 +2,13 @@
  * rank of the bytes held by category over time, with the peak taken apart. Runs
  * without MPI: it only reads a file and writes one. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fsdp/error.h"
+#include "fsdp/flags.h"
 #include "fsdp/memviz.h"
 #include "fsdp/output_file.h"
 #include "render.h"
@@ -19,19 +21,37 @@ struct memviz_options {
   enum output_kind kind;
 };
 
-static void print_usage(FILE *out) {
-  fputs("usage: fsdp memviz SNAPSHOT -o OUT\n"
-        "\n"
-        "Draws a memory snapshot (fsdp train --memory-snapshot FILE): for each rank, the bytes\n"
-        "held by category over time, the peak of the total, and what it was made of.\n"
-        "\n"
-        "  SNAPSHOT                the snapshot JSON file\n"
-        "  -o, --output OUT        OUT.html: a page for a browser (works offline);\n"
-        "                          OUT.svg: the charts alone, as one SVG image\n"
-        "  -h, --help              this text\n"
-        "\n"
-        "Exits 2 on a usage error, 1 when the snapshot cannot be read or is invalid.\n",
-        out);
+#define OPTIONS struct memviz_options
+static const struct flag FLAGS[] = {
+    {NULL, "--output", 0, "OUT", FLAG_NONE, FLAG_TEXT_OF(OPTIONS, output), .alias = "-o",
+     .help = "OUT.html: a page for a browser (works offline); OUT.svg: the charts alone, as one SVG image"},
+};
+static const struct flag_parser PARSER = {
+    .command = "memviz", .flags = FLAGS, .n_flags = sizeof FLAGS / sizeof FLAGS[0], .arguments = "SNAPSHOT",
+    .max_arguments = 1, .usage_status = MEMVIZ_USAGE_STATUS, .usage = "memviz SNAPSHOT -o OUT",
+    .intro = "Draws a memory snapshot (fsdp train --memory-snapshot FILE): for each rank, the bytes\n"
+             "held by category over time, the peak of the total, and what it was made of.\n"
+             "SNAPSHOT is the snapshot JSON file.\n",
+    .outro = "Exits 2 on a usage error, 1 when the snapshot cannot be read or is invalid.\n"};
+
+__attribute__((format(printf, 2, 3))) int memviz_usage_error(const char *command, const char *fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  fputs("fsdp: error: ", stderr);
+  vfprintf(stderr, fmt, args);
+  fprintf(stderr, " (see fsdp %s --help)\n", command);
+  va_end(args);
+  return MEMVIZ_USAGE_STATUS;
+}
+
+int memviz_read_command_line(const struct flag_parser *p, void *options, int argc, char **argv, const char **input) {
+  struct flag_parse given;
+  flags_parse(p, options, argc, argv, &given);
+  int help = given.help;
+  if (given.n_arguments) *input = given.arguments[0];
+  flag_parse_free(&given);
+  if (help) flags_print_help(p);
+  return help;
 }
 
 int memviz_ends_with(const char *text, const char *suffix) {
@@ -43,11 +63,7 @@ int memviz_ends_with(const char *text, const char *suffix) {
  * status of a usage error. argv[0] is "memviz". */
 static int parse_options(struct memviz_options *o, int argc, char **argv) {
   memset(o, 0, sizeof *o);
-  const struct memviz_flag flags[] = {{"--output", "-o", MEMVIZ_FLAG_TEXT, .text = &o->output}};
-  const struct memviz_command_line line = {"memviz", print_usage, flags, sizeof flags / sizeof flags[0], &o->snapshot,
-                                           "SNAPSHOT"};
-  int status = memviz_parse_command_line(&line, argc, argv);
-  if (status >= 0) return status;
+  if (memviz_read_command_line(&PARSER, o, argc, argv, &o->snapshot)) return 0;
   if (!o->snapshot) return memviz_usage_error("memviz", "missing SNAPSHOT, the memory snapshot file to draw");
   if (!o->output) return memviz_usage_error("memviz", "missing -o OUT, the .html or .svg file to write");
   if (memviz_ends_with(o->output, ".html")) {

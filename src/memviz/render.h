@@ -36,32 +36,16 @@ int memviz_chart_height(const struct rank_view *v);
  * boundaries, the peak marker and the legend. */
 void memviz_write_chart(FILE *f, const struct memory_snapshot *s, const struct rank_view *v, double y);
 
-/* "fsdp: error: ... (see fsdp COMMAND --help)" on stderr; returns 2, a usage error's status. */
+/* A usage error's exit status: memviz and traceviz run without MPI, and say 2 as a shell
+ * command does. */
+enum { MEMVIZ_USAGE_STATUS = 2 };
+/* "fsdp: error: ... (see fsdp COMMAND --help)" on stderr; returns MEMVIZ_USAGE_STATUS. */
 int memviz_usage_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-enum memviz_flag_kind {
-  MEMVIZ_FLAG_TEXT,  /* a value that must not be empty, into *text */
-  MEMVIZ_FLAG_COUNT, /* a whole number >= min, into *count; "not a NOUN" when it is not */
-};
-struct memviz_flag {
-  const char *name, *short_name; /* "--output", "-o" (or NULL); "--output=V" as well as "--output V" */
-  enum memviz_flag_kind kind;
-  const char **text;
-  int *count, min;
-  const char *noun;
-};
-/* A command that takes one input file and the flags of a table. */
-struct memviz_command_line {
-  const char *command; /* "memviz", for the messages */
-  void (*print_usage)(FILE *out);
-  const struct memviz_flag *flags;
-  size_t n_flags;
-  const char **input, *input_name; /* where the one argument that is not a flag goes; what it is */
-};
-/* Reads argv (argv[0] is the command) into the flags' and the input's destinations, left as
- * they are when not given. Returns -1 when argv is read, 0 when --help was printed, or the
- * exit status of a usage error. */
-int memviz_parse_command_line(const struct memviz_command_line *line, int argc, char **argv);
+struct flag_parser;
+/* Reads a command line of flags (fsdp/flags.h) into options and one input file into
+ * *input (left as it is when none is given); returns 1 when --help was printed. */
+int memviz_read_command_line(const struct flag_parser *p, void *options, int argc, char **argv, const char **input);
 int memviz_ends_with(const char *text, const char *suffix);
 /* Writes what write(f, what) prints to path whole, or ends the job naming -o. */
 void memviz_write_document(const char *path, void (*write)(FILE *f, const void *what), const void *what);

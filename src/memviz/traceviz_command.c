@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fsdp/flags.h"
 #include "fsdp/memviz.h"
 #include "render.h"
 #include "timeline.h"
@@ -14,37 +15,29 @@ struct traceviz_options {
   int rank, step;
 };
 
-static void print_usage(FILE *out) {
-  fputs("usage: fsdp traceviz TRACE -o OUT.svg [--rank R] [--step K]\n"
-        "\n"
-        "Draws one training step of one rank of a trace (fsdp train --trace FILE) as a timeline:\n"
-        "the compute thread and each communication stream a row, each span a bar coloured by its\n"
-        "kind (forward, backward, optimizer, waiting on communication, all-gather, reduce-scatter,\n"
-        "all-reduce), with each kind's count and time below.\n"
-        "\n"
-        "  TRACE                   the trace JSON file (Chrome's trace event format)\n"
-        "  -o, --output OUT.svg    the SVG image to write\n"
-        "  --rank R                the rank to draw (default 0)\n"
-        "  --step K                the K-th step the trace holds, from 1 (default: its last)\n"
-        "  -h, --help              this text\n"
-        "\n"
-        "Exits 2 on a usage error, 1 when the trace cannot be read or is invalid.\n",
-        out);
-}
+#define OPTIONS struct traceviz_options
+static const struct flag FLAGS[] = {
+    {NULL, "--output", 0, "OUT.svg", FLAG_NONE, FLAG_TEXT_OF(OPTIONS, output), .alias = "-o",
+     .help = "the SVG image to write"},
+    {NULL, "--rank", 0, "R", FLAG_DEFAULT("0"), FLAG_INT_OF(OPTIONS, rank, 0), .help = "the rank to draw"},
+    {NULL, "--step", 0, "K", FLAG_NOTE("its last"), FLAG_INT_OF(OPTIONS, step, 1),
+     .help = "the K-th step the trace holds, from 1"},
+};
+static const struct flag_parser PARSER = {
+    .command = "traceviz", .flags = FLAGS, .n_flags = sizeof FLAGS / sizeof FLAGS[0], .arguments = "TRACE",
+    .max_arguments = 1, .usage_status = MEMVIZ_USAGE_STATUS, .usage = "traceviz TRACE -o OUT.svg [--rank R] [--step K]",
+    .intro = "Draws one training step of one rank of a trace (fsdp train --trace FILE) as a timeline:\n"
+             "the compute thread and each communication stream a row, each span a bar coloured by its\n"
+             "kind (forward, backward, optimizer, waiting on communication, all-gather, reduce-scatter,\n"
+             "all-reduce), with each kind's count and time below. TRACE is the trace JSON file (Chrome's\n"
+             "trace event format).\n",
+    .outro = "Exits 2 on a usage error, 1 when the trace cannot be read or is invalid.\n"};
 
 /* Returns -1 when the options are complete, 0 when --help was printed, or the exit
  * status of a usage error. argv[0] is "traceviz". */
 static int parse_options(struct traceviz_options *o, int argc, char **argv) {
   memset(o, 0, sizeof *o);
-  const struct memviz_flag flags[] = {
-      {"--output", "-o", MEMVIZ_FLAG_TEXT, .text = &o->output},
-      {"--rank", NULL, MEMVIZ_FLAG_COUNT, .count = &o->rank, .min = 0, .noun = "rank"},
-      {"--step", NULL, MEMVIZ_FLAG_COUNT, .count = &o->step, .min = 1, .noun = "step"},
-  };
-  const struct memviz_command_line line = {"traceviz", print_usage, flags, sizeof flags / sizeof flags[0], &o->trace,
-                                           "TRACE"};
-  int status = memviz_parse_command_line(&line, argc, argv);
-  if (status >= 0) return status;
+  if (memviz_read_command_line(&PARSER, o, argc, argv, &o->trace)) return 0;
   if (!o->trace) return memviz_usage_error("traceviz", "missing TRACE, the trace file to draw");
   if (!o->output) return memviz_usage_error("traceviz", "missing -o OUT.svg, the image to write");
   if (!memviz_ends_with(o->output, ".svg"))

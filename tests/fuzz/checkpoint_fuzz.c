@@ -1,6 +1,6 @@
 /* A checkpoint as `fsdp eval --checkpoint` reads it: the input is its metadata.json,
  * then, after a NUL byte (which no JSON text holds), rank-00000.bin. The model the
- * metadata describes is read (ckpt_model_read); then the weights are loaded into a
+ * metadata describes is read (checkpoint_model_read); then the weights are loaded into a
  * fixed small GPT-2 on the meta device, as rank 0 of 2 (checkpoint_load_weights: the
  * metadata checked against the model, each file's size and CRC-32C, the pieces that
  * intersect rank 0's shards read). corpus/checkpoint/ holds a checkpoint of that model
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "checkpointing.h"
 #include "fsdp/comm.h"
 #include "fsdp/device.h"
 #include "fuzz.h"
@@ -28,7 +28,7 @@ static void *gpt2; /* the family's model, kept for the process's lifetime like f
 static void read_model(void *context) {
   (void)context;
   struct model_config c;
-  ckpt_model_read(step_dir, &c);
+  checkpoint_model_read(step_dir, &c);
 }
 
 static void load_weights(void *context) {

@@ -7,8 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "data_set.h"
-#include "fsdp/cli.h"
+#include "fsdp/data.h"
 #include "fuzz.h"
 
 enum { LLMC_HEADER_BYTES = 1024 };

@@ -8,7 +8,6 @@
 
 #include "fsdp/text.h"
 #include "fuzz.h"
-#include "tokenizer_file.h"
 
 static const char SAMPLE[] =
     "Hello world! It's 2024: we'll see 123456 tokens\r\n\tand   spaces  \n\n"

@@ -1,0 +1,187 @@
+/* The shards a --data (or --val-data) names: files, quoted globs and folders, separated by
+ * commas. llm.c's FineWeb is a glob ('fineweb_train_*.bin', as llm.c's -i takes it),
+ * nanoGPT's a file or a folder; a glob's and a folder's files are sorted by name, so that
+ * the shards' order (and with it the data's) does not depend on the file system's. Opening
+ * reads each shard's header and size only, whatever the data's size. */
+#define _DEFAULT_SOURCE /* realpath */
+#include <dirent.h>
+#include <errno.h>
+#include <glob.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fsdp/error.h"
+#include "fsdp/data.h"
+
+struct path_list {
+  char **paths;
+  int n, cap;
+};
+
+static void add_path(struct path_list *l, const char *path) {
+  if (l->n == l->cap) {
+    l->cap = l->cap ? 2 * l->cap : 16;
+    char **grown = realloc(l->paths, (size_t)l->cap * sizeof *grown);
+    if (!grown) fsdp_fatal("out of memory listing token files");
+    l->paths = grown;
+  }
+  size_t n = strlen(path) + 1;
+  l->paths[l->n++] = memcpy(fsdp_xmalloc(n), path, n);
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static void sort_from(struct path_list *l, int first) {
+  qsort(l->paths + first, (size_t)(l->n - first), sizeof *l->paths, by_name);
+}
+
+static int is_directory(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int has_bin_suffix(const char *name) {
+  size_t n = strlen(name);
+  return n > 4 && strcmp(name + n - 4, ".bin") == 0;
+}
+
+/* A folder's .bin files (not its hidden ones, nor its folders), sorted. */
+static void add_folder(struct path_list *l, const char *flag, const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) fsdp_fatal("%s: cannot read the folder '%s': %s", flag, dir, strerror(errno));
+  int first = l->n;
+  size_t dir_len = strlen(dir);
+  for (struct dirent *e; (e = readdir(d));) {
+    if (e->d_name[0] == '.' || !has_bin_suffix(e->d_name)) continue;
+    char *path = fsdp_xmalloc(dir_len + strlen(e->d_name) + 2);
+    strcpy(path, dir);
+    if (dir_len == 0 || dir[dir_len - 1] != '/') strcat(path, "/");
+    strcat(path, e->d_name);
+    if (!is_directory(path)) add_path(l, path);
+    free(path);
+  }
+  closedir(d);
+  if (l->n == first)
+    fsdp_fatal("%s: the folder '%s' holds no .bin file (a folder gives its .bin token files; name other files, or "
+               "a glob, instead)",
+               flag, dir);
+  sort_from(l, first);
+}
+
+static void add_glob(struct path_list *l, const char *flag, const char *pattern) {
+  glob_t g;
+  int status = glob(pattern, GLOB_ERR, NULL, &g);
+  if (status == GLOB_NOMATCH) {
+    globfree(&g);
+    /* A file whose name holds a glob's characters is still that file. */
+    struct stat st;
+    if (stat(pattern, &st) == 0) {
+      add_path(l, pattern);
+      return;
+    }
+    fsdp_fatal("%s: '%s' matches no file", flag, pattern);
+  }
+  if (status == GLOB_ABORTED) fsdp_fatal("%s: '%s': a folder it names cannot be read", flag, pattern);
+  if (status != 0) fsdp_fatal("%s: '%s': out of memory expanding it", flag, pattern);
+  int first = l->n;
+  for (size_t i = 0; i < g.gl_pathc; i++) add_path(l, g.gl_pathv[i]);
+  globfree(&g);
+  sort_from(l, first);
+}
+
+static void add_entry(struct path_list *l, const char *flag, const char *entry) {
+  if (strpbrk(entry, "*?["))
+    add_glob(l, flag, entry);
+  else if (is_directory(entry))
+    add_folder(l, flag, entry);
+  else
+    add_path(l, entry); /* a missing file is named when it is opened */
+}
+
+/* Each file once: the same shard twice would be read twice an epoch. */
+static void check_distinct(const struct path_list *l, const char *flag) {
+  char **real = fsdp_xcalloc((size_t)l->n, sizeof *real);
+  for (int i = 0; i < l->n; i++) {
+    real[i] = realpath(l->paths[i], NULL);
+    for (int j = 0; real[i] && j < i; j++)
+      if (real[j] && strcmp(real[i], real[j]) == 0)
+        fsdp_fatal("%s: '%s' is given twice (as '%s' too)", flag, l->paths[i], l->paths[j]);
+  }
+  for (int i = 0; i < l->n; i++) free(real[i]);
+  free(real);
+}
+
+static void list_paths(struct path_list *l, const char *flag, const char *spec) {
+  memset(l, 0, sizeof *l);
+  for (const char *p = spec;; p++) {
+    size_t len = strcspn(p, ",");
+    if (len == 0) fsdp_fatal("%s: '%s' has an empty entry (entries are separated by single commas)", flag, spec);
+    char *entry = memcpy(fsdp_xmalloc(len + 1), p, len);
+    entry[len] = '\0';
+    add_entry(l, flag, entry);
+    free(entry);
+    p += len;
+    if (*p == '\0') break;
+  }
+  check_distinct(l, flag);
+}
+
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+static const char *format_name(enum token_format f) {
+  switch (f) {
+    case TOKENS_TEXT: return "text";
+    case TOKENS_NANOGPT: return "nanoGPT's";
+    case TOKENS_LLMC: return "llm.c's";
+    case TOKENS_TOKENIZED: return "tokenized text";
+  }
+  return "?";
+}
+
+static void tokenize(struct data_shard *shard, const char *tokenizer, int vocab_size) {
+  struct token_data d;
+  token_data_tokenize(&d, shard->path, tokenizer, vocab_size);
+  shard->tokens = d.tokens;
+  shard->layout = (struct token_file_layout){d.format, d.width, 0, d.n_tokens};
+}
+
+void data_set_open(struct data_set *s, const char *flag, const char *spec, const char *format,
+                   const char *tokenizer, int vocab_size) {
+  memset(s, 0, sizeof *s);
+  s->flag = flag;
+  struct path_list l;
+  list_paths(&l, flag, spec);
+  s->n_shards = l.n;
+  s->shards = fsdp_xcalloc((size_t)l.n, sizeof *s->shards);
+  for (int i = 0; i < l.n; i++) {
+    struct data_shard *shard = &s->shards[i];
+    shard->path = l.paths[i];
+    shard->name = base_name(shard->path);
+    if (tokenizer)
+      tokenize(shard, tokenizer, vocab_size);
+    else
+      token_file_probe(shard->path, format, &shard->layout);
+    const struct data_shard *first = &s->shards[0];
+    if (shard->layout.width != first->layout.width)
+      fsdp_fatal("%s: '%s' holds %d-byte tokens (%s), but '%s' holds %d-byte ones (%s): every shard must have the "
+                 "same token width",
+                 flag, shard->path, shard->layout.width, format_name(shard->layout.format), first->path,
+                 first->layout.width, format_name(first->layout.format));
+    s->n_tokens += shard->layout.n_tokens;
+  }
+  free(l.paths);
+  s->width = s->shards[0].layout.width;
+}
+
+void data_set_free(struct data_set *s) {
+  for (int i = 0; i < s->n_shards; i++) {
+    free(s->shards[i].path);
+    free(s->shards[i].tokens);
+  }
+  free(s->shards);
+  memset(s, 0, sizeof *s);
+}
