@@ -2,7 +2,8 @@
 # Makes docs/pictures.md's pictures from real runs of this build: fsdp train against
 # PyTorch FSDP2 (loss and grad norm), memory snapshots with `fsdp plan` beside them,
 # traces drawn by `fsdp traceviz`, `fsdp plan` from 1 to 64 ranks, HSDP on the
-# network-namespace testbed, and where a step's CPU time goes. The SVGs go to OUT;
+# network-namespace testbed, where a step's CPU time goes, and the learning rate of a
+# finished run extended twice. The SVGs go to OUT;
 # tools/pictures.py draws all but the timelines (matplotlib, in the environment
 # scripts/pictures-venv.sh makes once).
 #
@@ -57,11 +58,11 @@ quiet() {  # quiet NAME CMD...: runs CMD, its output to D/NAME.out, shown only w
 if [ "$SHORT" = 1 ]; then
   TINY=(--model gpt2-tiny --n-layer 2 --n-embd 64 --n-head 2 --seq-len 32 --batch-size 4)
   PARITY=(--model llama3-debug --n-layer 2 --global-batch-size 4 --seq-len 32 --steps 4)
-  STEPS=3 WORLDS="2"
+  STEPS=3 WORLDS="2" EXTEND_STEPS="6 9 12" EXTEND_WARMUP=2 EXTEND_FROM=4
 else
   TINY=(--model shakespeare-char --seq-len 128 --batch-size 4)
   PARITY=(--model llama3-debug --global-batch-size 8 --seq-len 64 --steps 30)
-  STEPS=4 WORLDS="2 4"
+  STEPS=4 WORLDS="2 4" EXTEND_STEPS="60 90 120" EXTEND_WARMUP=10 EXTEND_FROM=40
 fi
 
 # 1. fsdp train against PyTorch FSDP2 from the same initial weights, on the same batches.
@@ -130,6 +131,20 @@ then
 else
   log "5: skipped: $(tail -n 1 "$D/testbed_check.out")"
 fi
+
+# 7. A finished run given more steps, twice (--resume auto); the same run resumed before
+# its end (from step EXTEND_FROM) with the last --steps; and the run of the last --steps
+# from the start: the learning rate of each.
+log "7: a run given more steps"
+rm -rf "$D"/extend_checkpoints* "$D"/extend_*.jsonl
+EXTEND=("${TINY[@]}" --data "$DATA" --lr 1e-3 --warmup "$EXTEND_WARMUP")
+for steps in $EXTEND_STEPS; do
+  quiet "extend_$steps" "$FSDP" train "${EXTEND[@]}" --steps "$steps" --checkpoint-dir "$D/extend_checkpoints" \
+    --checkpoint-every "$EXTEND_FROM" --resume auto --log "$D/extend_$steps.jsonl"
+done
+quiet extend_early "$FSDP" train "${EXTEND[@]}" --steps "$steps" --checkpoint-dir "$D/extend_checkpoints_early" \
+  --resume "$(printf '%s/extend_checkpoints/step-%08d' "$D" "$EXTEND_FROM")" --log "$D/extend_early.jsonl"
+quiet extend_whole "$FSDP" train "${EXTEND[@]}" --steps "$steps" --log "$D/extend_whole.jsonl"
 
 log "drawing"
 "$DRAW_PY" "$ROOT/tools/pictures.py" "$D" "$OUT"

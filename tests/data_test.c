@@ -393,6 +393,44 @@ static void test_mmap_rss(void) {
   data_set_free(&s);
 }
 
+/* A shard that shrinks under a run (another process truncates it) ends the job naming it,
+ * by either way of reading: the reader has read a window deep in it, the file is cut to
+ * 4000 bytes, and the next window past the cut must end the child with the message (exit
+ * 1), never a signal (--data-io mmap died of SIGBUS: exit 135). */
+struct shrink_case {
+  const char *path;
+  enum data_io io;
+};
+
+static void read_across_a_cut(const void *arg) {
+  const struct shrink_case *c = arg;
+  enum { T = 16 };
+  struct data_set s;
+  data_set_open(&s, "--data", c->path, "nanogpt", NULL, 65536);
+  struct data_reader r;
+  data_reader_init(&r, &s, c->io, 65536);
+  int in[T], tg[T];
+  data_reader_window(&r, 0, 100000, T, in, tg);
+  if (truncate(c->path, 4000) != 0) exit(3);
+  data_reader_window(&r, 0, 200000, T, in, tg);
+}
+
+static void test_shard_shrinks(enum data_io io, const char *name) {
+  enum { N = 1 << 18 };
+  uint16_t *tokens = calloc(N, sizeof *tokens);
+  for (size_t i = 0; i < N; i++) tokens[i] = (uint16_t)(i % 1000);
+  struct shrink_case c = {write_nanogpt(io == DATA_IO_MMAP ? "shrinks_mmap.bin" : "shrinks_pread.bin", tokens, N), io};
+  free(tokens);
+  char message[4096];
+  int status = run_in_child(read_across_a_cut, &c, message, sizeof message);
+  EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 1,
+         "%s: a shard cut under the reader ended it with %s %d, not exit 1 (stderr: %s)", name,
+         WIFSIGNALED(status) ? "signal" : "exit", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
+         message);
+  EXPECT(strstr(message, c.path) && strstr(message, "shrank while it was read"), "%s: message lacks the file: %s",
+         name, message);
+}
+
 /* ---- bad files: the job must end, with a message that names the problem ---- */
 
 /* A case: the whole file loaded, or --data (and --val-data) opened for training, or the
@@ -514,6 +552,8 @@ static void test_bad_files(void) {
 }
 
 int main(void) {
+  test_shard_shrinks(DATA_IO_PREAD, "pread");
+  test_shard_shrinks(DATA_IO_MMAP, "mmap");
   temp_files_init("data_test");
   test_text();
   test_nanogpt();

@@ -21,7 +21,7 @@ status=$?
 cat "$tmp/pictures.log"
 [ "$status" -eq 0 ] || { echo "FAIL scripts/pictures.sh --short: exit $status"; exit 1; }
 # Always made: the others need PyTorch FSDP2's environment (1) or the testbed (5).
-for name in memory-step plan-scaling step-time timeline-full timeline-full-no-prefetch timeline-grad-op; do
+for name in memory-step plan-scaling step-time timeline-full timeline-full-no-prefetch timeline-grad-op lr-extend; do
   [ -s "$tmp/out/$name.svg" ] || fail "the short run made no $name.svg"
 done
 

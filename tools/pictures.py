@@ -216,12 +216,36 @@ def step_time(data, out):
     save(fig, out, "step-time.svg")
 
 
+def extend(data, out):
+    """7. The learning rate of a run given more --steps: at its end, twice (--resume auto), and before its end."""
+    runs = sorted(glob.glob(os.path.join(data, "extend_[0-9]*.jsonl")), key=lambda p: int(p.rsplit("_", 1)[1][:-6]))
+    whole = read_jsonl(os.path.join(data, "extend_whole.jsonl"))
+    early = read_jsonl(os.path.join(data, "extend_early.jsonl"))
+    last = whole[-1]["step"]
+    fig, ax = plt.subplots(figsize=(9, 4.5), layout="constrained")
+    ax.plot([r["step"] for r in whole], [r["lr"] for r in whole], color="#8a8a8a", linestyle="--",
+            label=f"--steps {last} from the start")
+    for path, color in zip(runs, ("#1f5fa8", "#e07b00", "#2e9e4a")):
+        rows = read_jsonl(path)
+        label = f"--steps {rows[-1]['step']}" + (" (fresh)" if path == runs[0] else ", --resume auto from its end")
+        ax.plot([r["step"] for r in rows], [r["lr"] for r in rows], color=color, marker="o", markersize=2.5,
+                label=label)
+    ax.plot([r["step"] for r in early], [r["lr"] for r in early], color="#d43d3d", marker="o", markersize=2.5,
+            label=f"--steps {last}, resumed from step {early[0]['step'] - 1} of the first run")
+    ax.set(xlabel="step", ylabel="learning rate")
+    ax.legend(fontsize=8)
+    fig.suptitle("More --steps on resume: the decay goes on from the rate the run had reached to --min-lr at the "
+                 "new end")
+    save(fig, out, "lr-extend.svg")
+
+
 def main(data, out):
     parity(data, out)
     memory(data, out)
     scaling(data, out)
     hsdp(data, out)
     step_time(data, out)
+    extend(data, out)
 
 
 if __name__ == "__main__":

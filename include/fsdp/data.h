@@ -159,7 +159,7 @@ struct data_reader {
     uint64_t used;
   } slots[DATA_READER_SLOTS];
   uint64_t clock;
-  unsigned char *buffer; /* DATA_IO_PREAD: one window's bytes */
+  unsigned char *buffer; /* one window's bytes, read or copied from the mapping */
   size_t buffer_bytes;
 };
 void data_reader_init(struct data_reader *r, const struct data_set *set, enum data_io io, int vocab_size);

@@ -211,8 +211,11 @@ struct lr_schedule {
   double decay_progress;
 };
 struct lr_schedule lr_warmup_cosine(float lr, float min_lr, int warmup, int total);
-/* s ending at total instead, from step at on: the rate at step at is s's, and the decay
- * runs on from its progress there to min_lr at total (at < total). */
+/* s ending at total instead, from step at on (at <= s's total, at < total): the rate at
+ * step at is s's, and the decay runs on from its progress there to min_lr at total. At s's
+ * own end (a finished run given more steps), whose rate is min_lr, the decay runs on from
+ * the rate of the last step s ran (at - 1) instead, so that the run keeps decaying to the
+ * new end rather than staying at min_lr. */
 struct lr_schedule lr_schedule_extend(const struct lr_schedule *s, int at, int total);
 float lr_at(const struct lr_schedule *s, int step);
 

@@ -9,16 +9,19 @@
  * would grow with every page it ever read, up to the data set. pread is the default: it
  * keeps RSS flat with no such care, costs one call where mmap costs the page faults and
  * the madvise, and was as fast or faster (docs/benchmarks.md). The page cache holds the
- * data either way, shared by the ranks of a machine. */
+ * data either way, shared by the ranks of a machine. A shard that shrinks while it is
+ * read ends the job naming it either way: pread comes up short, and a copy from the
+ * mapping meets the bus error of a page past the file's end (mapped_copy.h). */
 #define _DEFAULT_SOURCE /* madvise's MADV_RANDOM and MADV_DONTNEED */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
+#include "fsdp/data.h"
 #include "fsdp/error.h"
 #include "fsdp/input_file.h"
-#include "fsdp/data.h"
+#include "mapped_copy.h"
 
 /* A fault on a mapped shard maps more than the page asked for: the kernel maps the page
  * cache's neighbouring pages (fault-around) and whole large folios. Dropping the window's
@@ -110,19 +113,22 @@ void data_reader_window(struct data_reader *r, int shard, size_t first, int T, i
   }
   size_t width = (size_t)s->layout.width, bytes = ((size_t)T + 1) * width, offset = s->layout.offset + first * width;
   struct reader_slot *slot = open_shard(r, shard);
-  if (r->io == DATA_IO_MMAP) {
-    take_ids(r, s, slot->map + offset, offset, T, inputs, targets);
-    size_t begin = offset / DROP_BLOCK * DROP_BLOCK, end = (offset + bytes + DROP_BLOCK - 1) / DROP_BLOCK * DROP_BLOCK;
-    if (end > slot->file.size) end = slot->file.size;
-    madvise((void *)(slot->map + begin), end - begin, MADV_DONTNEED);
-    return;
-  }
   if (bytes > r->buffer_bytes) {
     free(r->buffer);
     r->buffer = fsdp_xmalloc(bytes);
     r->buffer_bytes = bytes;
   }
-  input_file_read_at(&slot->file, "token file", r->buffer, bytes, offset);
+  if (r->io == DATA_IO_MMAP) {
+    if (mapped_copy(r->buffer, slot->map + offset, bytes) != 0)
+      fsdp_fatal("token file '%s' shrank while it was read (%zu bytes at its open; bytes %zu to %zu are gone from its "
+                 "mapping, --data-io mmap)",
+                 s->path, slot->file.size, offset, offset + bytes);
+    size_t begin = offset / DROP_BLOCK * DROP_BLOCK, end = (offset + bytes + DROP_BLOCK - 1) / DROP_BLOCK * DROP_BLOCK;
+    if (end > slot->file.size) end = slot->file.size;
+    madvise((void *)(slot->map + begin), end - begin, MADV_DONTNEED);
+  } else {
+    input_file_read_at(&slot->file, "token file", r->buffer, bytes, offset);
+  }
   take_ids(r, s, r->buffer, offset, T, inputs, targets);
 }
 

@@ -14,14 +14,15 @@ static double progress_at(const struct lr_schedule *s, int step) {
 }
 
 struct lr_schedule lr_schedule_extend(const struct lr_schedule *s, int at, int total) {
-  FSDP_CHECK(at < total);
+  FSDP_CHECK(at < total && at <= s->total);
   struct lr_schedule e = *s;
   e.total = total;
   /* Before the decay begins, nothing of it is to keep. */
-  if (at > s->decay_from) {
-    e.decay_from = at;
-    e.decay_progress = progress_at(s, at);
-  }
+  if (at <= s->decay_from) return e;
+  /* At its end the decay has reached min_lr, where it would stay: a finished run goes on
+   * from the last step it ran instead. */
+  e.decay_from = at < s->total ? at : s->total - 1;
+  e.decay_progress = progress_at(s, e.decay_from);
   return e;
 }
 

@@ -111,17 +111,26 @@ static cJSON *written_by_json(const struct ckpt_parts *p) {
   return w;
 }
 
+/* What --steps may change on resume (lr_schedule_extend); the rest are training flags. */
+cJSON *ckpt_schedule_json(const struct lr_schedule *s) {
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddNumberToObject(j, "steps", s->total);
+  cJSON_AddNumberToObject(j, "decay_from", s->decay_from);
+  /* 17 digits: cJSON prints 15 where they read back within a relative epsilon, which is
+   * not the same double, and a resumed run must take the very rates. */
+  char progress[32];
+  snprintf(progress, sizeof progress, "%.17g", s->decay_progress);
+  cJSON_AddRawToObject(j, "decay_progress", progress);
+  return j;
+}
+
 static cJSON *state_json(const struct ckpt_parts *p, const struct train_state *s) {
   cJSON *j = cJSON_CreateObject();
   cJSON_AddNumberToObject(j, "step", s->step);
   cJSON_AddNumberToObject(j, "optimizer_steps", s->optimizer_steps);
   /* The schedule is evaluated at step - 1 for step (from 1). */
   cJSON_AddNumberToObject(j, "lr_schedule_position", s->step);
-  /* What --steps may change on resume (lr_schedule_extend); the rest are training flags. */
-  cJSON *schedule = cJSON_AddObjectToObject(j, "lr_schedule");
-  cJSON_AddNumberToObject(schedule, "steps", s->schedule.total);
-  cJSON_AddNumberToObject(schedule, "decay_from", s->schedule.decay_from);
-  cJSON_AddNumberToObject(schedule, "decay_progress", s->schedule.decay_progress);
+  cJSON_AddItemToObject(j, "lr_schedule", ckpt_schedule_json(&s->schedule));
   /* Where the next global batch starts: the authority on resume (data_loader_seek); the
    * shard and its window say the same for a reader, and are checked against it. */
   cJSON *data = cJSON_AddObjectToObject(j, "data_position");
@@ -322,6 +331,21 @@ static void check_tensors(const char *path, const cJSON *root, const struct fsdp
   free(tensors);
 }
 
+struct lr_schedule ckpt_schedule_read(const char *path, const cJSON *j, float lr, float min_lr, int warmup) {
+  if (!cJSON_IsObject(j)) fsdp_fatal("checkpoint metadata '%s': 'lr_schedule' is not an object", path);
+  struct lr_schedule s = lr_warmup_cosine(lr, min_lr, warmup, get_int(path, j, "steps"));
+  s.decay_from = get_int(path, j, "decay_from");
+  const cJSON *progress = get(path, j, "decay_progress");
+  if (!cJSON_IsNumber(progress) || !(progress->valuedouble >= 0.0 && progress->valuedouble <= 1.0))
+    fsdp_fatal("checkpoint metadata '%s': 'decay_progress' is not a number in [0, 1]", path);
+  s.decay_progress = progress->valuedouble;
+  /* Re-anchored, the decay is past the warmup and before its end. */
+  if (s.decay_from < s.warmup || (s.decay_from > s.warmup && s.decay_from >= s.total))
+    fsdp_fatal("checkpoint metadata '%s': its lr_schedule's decay_from %d is before --warmup or past its steps",
+               path, s.decay_from);
+  return s;
+}
+
 /* The schedule of the run that wrote the checkpoint. --lr, --min-lr and --warmup are
  * training flags, the same here; a checkpoint from before --steps could change holds
  * its --steps among them, its decay unextended. */
@@ -332,18 +356,7 @@ static struct lr_schedule read_schedule(const char *path, const cJSON *root, con
     const char *steps = get_string(path, get_object(path, root, "training_flags"), "--steps");
     return lr_warmup_cosine(o->lr, o->min_lr, o->warmup, atoi(steps));
   }
-  if (!cJSON_IsObject(j)) fsdp_fatal("checkpoint metadata '%s': 'lr_schedule' is not an object", path);
-  struct lr_schedule s = lr_warmup_cosine(o->lr, o->min_lr, o->warmup, get_int(path, j, "steps"));
-  s.decay_from = get_int(path, j, "decay_from");
-  const cJSON *progress = get(path, j, "decay_progress");
-  if (!cJSON_IsNumber(progress) || !(progress->valuedouble >= 0.0 && progress->valuedouble < 1.0))
-    fsdp_fatal("checkpoint metadata '%s': 'decay_progress' is not a number in [0, 1)", path);
-  s.decay_progress = progress->valuedouble;
-  /* Re-anchored, the decay is past the warmup and before its end. */
-  if (s.decay_from < s.warmup || (s.decay_from > s.warmup && s.decay_from >= s.total))
-    fsdp_fatal("checkpoint metadata '%s': its lr_schedule's decay_from %d is before --warmup or past its steps",
-               path, s.decay_from);
-  return s;
+  return ckpt_schedule_read(path, j, o->lr, o->min_lr, o->warmup);
 }
 
 static void read_state(const char *path, const cJSON *root, struct train_state *s) {

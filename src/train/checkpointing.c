@@ -97,9 +97,18 @@ static void resume_schedule(const struct ckpt_parts *p, const struct lr_schedule
     fsdp_fatal("--steps %d: the checkpoint '%s' is at step %d; a resumed run needs --steps above it", steps, dir,
                step);
   *p->schedule = lr_schedule_extend(saved, step, steps);
-  fsdp_log_info("resume: --steps %d, the checkpoint's %d: the learning rate goes on from %.3e at step %d, its decay "
-                "reaching --min-lr %.3e at step %d",
-                steps, saved->total, (double)lr_at(saved, step), step + 1, (double)saved->min_lr, steps);
+  const struct lr_schedule *e = p->schedule;
+  /* Step s runs at the schedule's rate at s - 1; its warmup ends at step warmup + 1. */
+  char then[160];
+  if (e->warmup >= steps)
+    snprintf(then, sizeof then, "still warming up at the last step (--warmup %d is longer than the run)", e->warmup);
+  else if (step < e->warmup)
+    snprintf(then, sizeof then, "warming up to --lr %.3e at step %d, then decaying to --min-lr %.3e at step %d",
+             (double)e->lr, e->warmup + 1, (double)e->min_lr, steps);
+  else
+    snprintf(then, sizeof then, "its decay reaching --min-lr %.3e at step %d", (double)e->min_lr, steps);
+  fsdp_log_info("resume: --steps %d, the checkpoint's %d: the learning rate goes on from %.3e at step %d, %s", steps,
+                saved->total, (double)lr_at(e, step), step + 1, then);
 }
 
 static int resume(const struct checkpointing *c) {

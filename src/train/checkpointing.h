@@ -79,6 +79,13 @@ struct ckpt_file_meta {
 char *ckpt_meta_json(const struct ckpt_parts *p, const struct train_state *s, const struct ckpt_file_meta *files,
                      int n_files);
 
+struct cJSON;
+/* The schedule's part of the metadata (state.lr_schedule: what --steps may change on
+ * resume), and the schedule read back from it with the run's --lr, --min-lr and --warmup;
+ * a field missing or out of range ends the job naming path. */
+struct cJSON *ckpt_schedule_json(const struct lr_schedule *s);
+struct lr_schedule ckpt_schedule_read(const char *path, const struct cJSON *j, float lr, float min_lr, int warmup);
+
 struct ckpt_meta {
   struct ckpt_path path; /* of metadata.json */
   struct train_state state;

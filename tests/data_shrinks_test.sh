@@ -1,0 +1,48 @@
+#!/bin/sh
+# A shard cut short by another process while `fsdp train` reads it (a cleanup job on
+# NFS, a user's truncate) ends the job with a message naming the file, never a signal:
+# under --data-io pread and mmap, on 1 and 2 ranks. The run is long; once its log has two
+# steps the shard is truncated to 5000 bytes, and the next window past them must end it
+# (before the fix, mmap's ranks died of SIGBUS, exit 135, naming nothing).
+# Usage: data_shrinks_test.sh path/to/fsdp PYTHON SOURCE_DIR MPIRUN...
+. "$(dirname "$0")/train_test_setup.sh"
+MPIRUN="$*"
+passed=0
+failed=0
+
+# 200,000 uint16 tokens, a nanoGPT .bin: 6249 windows of 32 + 1, 78 of them in the first
+# 5000 bytes.
+"$PYTHON" - "$tmp/corpus.txt" "$tmp/shard.bin" <<'PY'
+import sys
+ids = open(sys.argv[1], "rb").read()[:200000]
+open(sys.argv[2], "wb").write(b"".join(b.to_bytes(2, "little") for b in ids))
+PY
+
+for io in pread mmap; do
+  for ranks in 1 2; do
+    name="--data-io $io, $ranks rank(s)"
+    cp "$tmp/shard.bin" "$tmp/one.bin"
+    rm -f "$tmp/log.jsonl"
+    timeout 300 $MPIRUN -np "$ranks" "$FSDP" train --model gpt2-tiny --seq-len 32 --batch-size 2 --steps 1000000 \
+      --data "$tmp/one.bin" --val-fraction 0 --data-io "$io" --log "$tmp/log.jsonl" >"$tmp/out" 2>&1 &
+    job=$!
+    waited=0
+    while [ "$(cat "$tmp/log.jsonl" 2>/dev/null | wc -l)" -lt 2 ] && [ "$waited" -lt 1200 ] && kill -0 "$job" 2>/dev/null; do
+      sleep 0.1
+      waited=$((waited + 1))
+    done
+    truncate -s 5000 "$tmp/one.bin"
+    rc=0
+    wait "$job" || rc=$?
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -qF "token file '$tmp/one.bin'" "$tmp/out" &&
+      grep -qE "shrank while it was read|changed while the job ran" "$tmp/out" && ! grep -qi "signal" "$tmp/out"; then
+      passed=$((passed + 1))
+      echo "ok   $name: $(grep -m1 "fsdp: error" "$tmp/out")"
+    else
+      failed=$((failed + 1))
+      echo "FAIL $name: exit $rc; $(grep -m3 -iE "error|signal" "$tmp/out")"
+    fi
+  done
+done
+echo "data_shrinks: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
