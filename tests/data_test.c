@@ -431,6 +431,26 @@ static void test_shard_shrinks(enum data_io io, const char *name) {
          name, message);
 }
 
+/* --val-data that is --data's own file: said (rank 0's log) rather than measured silently
+ * on the training windows. */
+static void open_val_on_train(const void *path) {
+  dup2(STDERR_FILENO, STDOUT_FILENO);
+  struct data_spec d = {.files = path, .val_files = path, .format = "auto", .io = "pread", .val_every = 1,
+                        .val_batches = 1};
+  struct data_loader l;
+  data_loader_open(&l, &d, 256, 0, 4, 2);
+  data_loader_free(&l);
+}
+
+static void test_val_shares_data(void) {
+  const uint16_t tokens[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
+  const char *path = write_nanogpt("shared.bin", tokens, 20);
+  char message[4096];
+  run_in_child(open_val_on_train, path, message, sizeof message);
+  EXPECT(strstr(message, "warning: --val-data's") && strstr(message, "is --data's"),
+         "--val-data and --data of one file: no warning in %s", message);
+}
+
 /* ---- bad files: the job must end, with a message that names the problem ---- */
 
 /* A case: the whole file loaded, or --data (and --val-data) opened for training, or the
@@ -536,6 +556,17 @@ static void test_bad_files(void) {
                "holds no .bin file");
   snprintf(spec, sizeof spec, "%s,%s", small, small);
   expect_fatal("a file given twice", &(struct load_case){.kind = OPEN, .path = spec, .format = "auto", .vocab_size = 256, .seq_len = 4}, small, "given twice");
+  /* A hard link is the same file under another name (main read it twice an epoch). */
+  const char *linked = temp_file_path("small_link.bin");
+  if (link(small, linked) != 0) exit(2);
+  snprintf(spec, sizeof spec, "%s,%s", small, linked);
+  expect_fatal("a file and its hard link", &(struct load_case){.kind = OPEN, .path = spec, .format = "auto", .vocab_size = 256, .seq_len = 4}, linked,
+               "given twice (as '");
+  /* A comma in a file's name cuts the entry: the message says how to name it. */
+  write_nanogpt("with,comma.bin", tokens, 10);
+  const char *comma = temp_file_path("with,comma.bin");
+  expect_fatal("a file whose name holds a comma", &(struct load_case){.kind = OPEN, .path = comma, .format = "auto", .vocab_size = 256, .seq_len = 4},
+               "commas separate the entries", "'a?b.bin' for a,b.bin");
   snprintf(spec, sizeof spec, "%s,,%s", small, small);
   expect_fatal("an empty entry", &(struct load_case){.kind = OPEN, .path = spec, .format = "auto", .vocab_size = 256, .seq_len = 4}, "--data", "empty entry");
   expect_fatal("short training split", &(struct load_case){.kind = OPEN, .path = small, .format = "auto", .vocab_size = 256, .seq_len = 16}, "training split",
@@ -552,9 +583,10 @@ static void test_bad_files(void) {
 }
 
 int main(void) {
+  temp_files_init("data_test");
   test_shard_shrinks(DATA_IO_PREAD, "pread");
   test_shard_shrinks(DATA_IO_MMAP, "mmap");
-  temp_files_init("data_test");
+  test_val_shares_data();
   test_text();
   test_nanogpt();
   test_llmc();

@@ -462,6 +462,8 @@ static void test_bad_files(void) {
       {"dropout", "\"dropout\": null", "\"dropout\": 0.1", "model.dropout is set", 0},
       {"a NUL escape", "\"hello\": 273", "\"hel\\u0000lo\": 273", "has a \\u0000 escape at byte", 0},
       {"an escaped backslash before u0000", "\"hello\": 273", "\"\\\\u0000\": 272", "both have id 272", 0},
+      {"a lone surrogate escape", "\"hello\": 273", "\"hel\\ud800lo\": 273", "a lone UTF-16 surrogate escape, \\ud800, at byte", 0},
+      {"a low surrogate alone", "\"hello\": 273", "\"hel\\udc00lo\": 273", "a lone UTF-16 surrogate escape, \\udc00", 0},
       {"a pattern that does not compile", "(?i:'s", "(?i:'s(", "does not compile", 1},
       {"a pattern that looks behind", "(?i:'s", "(?<=a)(?i:'s", "looks behind", 1},
       {"a pattern matching nothing", "(?i:'s", "x*|(?i:'s", "can match the empty string", 1},

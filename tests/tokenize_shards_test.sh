@@ -164,6 +164,9 @@ line '{"txt": "b"}'; expect "a line without the key" "line 2: no member \"text\"
 line '{"text": 3}'; expect "a key that is not a string" "line 2: \"text\" is a number, not a string" $J
 line '{"text": "b"} {"text": "c"}'; expect "two values on a line" "line 2: more after the JSON value" $J
 line '{"text": "b\u0000c"}'; expect "a \\u0000 escape" "line 2: a \\u0000 escape" $J
+line '{"text": "\ud800x"}'; expect "a lone surrogate escape" "line 2: a lone UTF-16 surrogate escape, \\ud800 (at byte 11 of the line)" $J
+line '{"text": "\ud83d\ude00 \\ud800"}'; [ "$("$FSDP" tokenize $J 2>&1 >/dev/null | grep -c error)" = 0 ] &&
+  ok "a surrogate pair and an escaped backslash before ud800 are text" || fail "a surrogate pair was refused"
 printf '{"text": "a"}\n{"text": "b\000"}\n' >"$tmp/bad.jsonl"
 expect "a NUL byte in a line" "line 2: a NUL byte" $J
 head -c 30 "$tmp/d.jsonl.gz" >"$tmp/cut.gz"
@@ -193,6 +196,19 @@ expect "--val-tokens -1" "--val-tokens: must be a count of tokens from 0" $G -o 
 expect "--output a folder" "--output '$tmp/s' is a folder: give the shards' prefix in it, e.g. '$tmp/s/fineweb'" $G \
   -o "$tmp/s" "$tmp/d1.txt"
 expect "--output ending in /" "--output 'nowhere/' is a folder" $G -o nowhere/ "$tmp/d1.txt"
+# An input the output would replace (main overwrote it with no word): the file itself, a
+# hard link to it, or one of the shards a prefix names; the input is left as it was.
+cp "$tmp/d1.txt" "$tmp/in.bin"
+ln "$tmp/in.bin" "$tmp/in_link.bin"
+expect "--output the input" "--output '$tmp/in.bin': the input '$tmp/in.bin' is the file it writes" $G \
+  -o "$tmp/in.bin" "$tmp/in.bin"
+expect "--output a hard link of the input" "the input '$tmp/in.bin' is the file it writes" $G -o "$tmp/in_link.bin" \
+  "$tmp/d1.txt" "$tmp/in.bin"
+cp "$tmp/d1.txt" "$tmp/c_train_000001.bin"
+expect "--output's shards among the inputs" "the input '$tmp/c_train_000001.bin' is one of the shards it writes" $G \
+  -o "$tmp/c" "$tmp/c_train_000001.bin"
+cmp -s "$tmp/d1.txt" "$tmp/in.bin" && cmp -s "$tmp/d1.txt" "$tmp/c_train_000001.bin" &&
+  ok "the inputs are as they were" || fail "an input was replaced"
 expect "shards in a missing folder" "$tmp/no/x_val_000000.bin.tmp: cannot open for writing" $G -o "$tmp/no/x" \
   "$tmp/d1.txt"
 : >"$tmp/empty.jsonl"

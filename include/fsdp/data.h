@@ -77,6 +77,7 @@ void token_data_tokenize(struct token_data *d, const char *path, const char *tok
 struct data_shard {
   char *path;
   const char *name; /* its base name: what a checkpoint records of it */
+  uint64_t device, inode; /* the file's identity: one file under two names (a hard link) is one */
   struct token_file_layout layout;
   void *tokens; /* --tokenizer: the file's ids, tokenized at the start (layout.width bytes each); else NULL */
 };
@@ -96,6 +97,9 @@ struct data_set {
  * problem ends the job naming flag and the file. */
 void data_set_open(struct data_set *s, const char *flag, const char *spec, const char *format,
                    const char *tokenizer, int vocab_size);
+/* The first shard of a that is a shard of b too (the same file), or NULL. */
+const struct data_shard *data_set_shared(const struct data_set *a, const struct data_set *b,
+                                         const struct data_shard **in_b);
 void data_set_free(struct data_set *s);
 
 /* ---- data_order.c: which window comes when ---- */

@@ -106,9 +106,40 @@ static int ends_with(const char *s, const char *tail) {
   return n >= k && strcmp(s + n - k, tail) == 0;
 }
 
+static int same_file(const char *a, const char *b) {
+  struct stat sa, sb;
+  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* The folder of path, in dir (".": none named). */
+static void folder_of(const char *path, char *dir, size_t size) {
+  const char *slash = strrchr(path, '/');
+  snprintf(dir, size, "%.*s", slash ? (int)(slash - path + (slash == path)) : 1, slash ? path : ".");
+}
+
+/* Whether path is one of the shards PREFIX names: PREFIX_train_NNNNNN.bin or
+ * PREFIX_val_NNNNNN.bin in PREFIX's folder. */
+static int is_shard_of(const char *path, const char *prefix) {
+  char dir[4096], prefix_dir[4096];
+  folder_of(path, dir, sizeof dir);
+  folder_of(prefix, prefix_dir, sizeof prefix_dir);
+  const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  const char *stem = strrchr(prefix, '/') ? strrchr(prefix, '/') + 1 : prefix;
+  size_t n = strlen(stem);
+  if (strncmp(name, stem, n) != 0 || !same_file(dir, prefix_dir)) return 0;
+  const char *rest = name + n;
+  rest += strncmp(rest, "_train_", 7) == 0 ? 7 : strncmp(rest, "_val_", 5) == 0 ? 5 : 0;
+  size_t digits = strspn(rest, "0123456789");
+  return rest != name + n && digits >= 6 && strcmp(rest + digits, ".bin") == 0;
+}
+
 /* OUT.bin is one file; anything else names shards, and must say their name, not only
- * their folder. */
+ * their folder. Neither may be an input: the rename at the end would replace it. */
 static void check_output(const struct tokenize_job *o) {
+  for (int i = 0; i < o->n_files; i++)
+    if (ends_with(o->output, ".bin") ? same_file(o->files[i], o->output) : is_shard_of(o->files[i], o->output))
+      fsdp_fatal("--output '%s': the input '%s' is %s it writes: it would be replaced (give another --output)",
+                 o->output, o->files[i], ends_with(o->output, ".bin") ? "the file" : "one of the shards");
   if (ends_with(o->output, ".bin")) {
     if (o->shard_tokens >= 0 || o->val_tokens >= 0)
       fsdp_fatal("%s: --output '%s' is one file; give --output a prefix (not ending in .bin), e.g. 'data/fineweb', "

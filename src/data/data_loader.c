@@ -74,6 +74,11 @@ static void open_validation(struct data_loader *l, struct token_range *val, int 
     if (l->val_set.width != l->train_set.width)
       fsdp_fatal("--val-data holds %d-byte tokens, --data %d-byte ones: they must be of one tokenizer's kind",
                  l->val_set.width, l->train_set.width);
+    const struct data_shard *in_train, *shared = data_set_shared(&l->val_set, &l->train_set, &in_train);
+    if (shared)
+      fsdp_log_info("data: warning: --val-data's '%s' is --data's '%s' too: the validation loss is measured on "
+                    "windows the model trains on",
+                    shared->path, in_train->path);
     n_val = l->val_set.n_shards;
     val = fsdp_xcalloc((size_t)n_val, sizeof *val);
     for (int i = 0; i < n_val; i++) val[i] = range_of(i, 0, l->val_set.shards[i].layout.n_tokens, T);

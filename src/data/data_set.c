@@ -3,7 +3,6 @@
  * nanoGPT's a file or a folder; a glob's and a folder's files are sorted by name, so that
  * the shards' order (and with it the data's) does not depend on the file system's. Opening
  * reads each shard's header and size only, whatever the data's size. */
-#define _DEFAULT_SOURCE /* realpath */
 #include <dirent.h>
 #include <errno.h>
 #include <glob.h>
@@ -99,17 +98,29 @@ static void add_entry(struct path_list *l, const char *flag, const char *entry) 
     add_path(l, entry); /* a missing file is named when it is opened */
 }
 
-/* Each file once: the same shard twice would be read twice an epoch. */
-static void check_distinct(const struct path_list *l, const char *flag) {
-  char **real = fsdp_xcalloc((size_t)l->n, sizeof *real);
-  for (int i = 0; i < l->n; i++) {
-    real[i] = realpath(l->paths[i], NULL);
-    for (int j = 0; real[i] && j < i; j++)
-      if (real[j] && strcmp(real[i], real[j]) == 0)
-        fsdp_fatal("%s: '%s' is given twice (as '%s' too)", flag, l->paths[i], l->paths[j]);
+/* The identity of the file at path (stat follows links), into *device and *inode; a file
+ * that is not there is named by the caller, with the commas that cut spec in mind. */
+static void identify(const char *flag, const char *spec, const char *path, uint64_t *device, uint64_t *inode) {
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    if (errno == ENOENT && strchr(spec, ','))
+      fsdp_fatal("%s: token file '%s': no such file (commas separate the entries of '%s': a file whose name holds a "
+                 "comma is named by a glob with ? for it, e.g. 'a?b.bin' for a,b.bin)",
+                 flag, path, spec);
+    return; /* named as the file is opened */
   }
-  for (int i = 0; i < l->n; i++) free(real[i]);
-  free(real);
+  *device = (uint64_t)st.st_dev;
+  *inode = (uint64_t)st.st_ino;
+}
+
+/* Each file once, whatever names it goes by (a symlink, another path, a hard link): the
+ * same shard twice would be read twice an epoch. */
+static void check_distinct(const struct data_set *s, const char *flag) {
+  for (int i = 0; i < s->n_shards; i++)
+    for (int j = 0; j < i; j++)
+      if (s->shards[i].inode && s->shards[i].device == s->shards[j].device && s->shards[i].inode == s->shards[j].inode)
+        fsdp_fatal("%s: '%s' is given twice (as '%s' too: the same file)", flag, s->shards[i].path,
+                   s->shards[j].path);
 }
 
 static void list_paths(struct path_list *l, const char *flag, const char *spec) {
@@ -124,7 +135,17 @@ static void list_paths(struct path_list *l, const char *flag, const char *spec) 
     p += len;
     if (*p == '\0') break;
   }
-  check_distinct(l, flag);
+}
+
+const struct data_shard *data_set_shared(const struct data_set *a, const struct data_set *b,
+                                         const struct data_shard **in_b) {
+  for (int i = 0; i < a->n_shards; i++)
+    for (int j = 0; j < b->n_shards; j++)
+      if (a->shards[i].inode && a->shards[i].device == b->shards[j].device && a->shards[i].inode == b->shards[j].inode) {
+        *in_b = &b->shards[j];
+        return &a->shards[i];
+      }
+  return NULL;
 }
 
 static const char *base_name(const char *path) {
@@ -161,6 +182,11 @@ void data_set_open(struct data_set *s, const char *flag, const char *spec, const
     struct data_shard *shard = &s->shards[i];
     shard->path = l.paths[i];
     shard->name = base_name(shard->path);
+    identify(flag, spec, shard->path, &shard->device, &shard->inode);
+  }
+  check_distinct(s, flag);
+  for (int i = 0; i < l.n; i++) {
+    struct data_shard *shard = &s->shards[i];
     if (tokenizer)
       tokenize(shard, tokenizer, vocab_size);
     else

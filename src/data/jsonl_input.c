@@ -50,6 +50,11 @@ static void line_document(struct jsonl_file *f, const char *p, size_t n) {
                "supported (it would cut the text)", f->what, f->path, f->line, escape + 1);
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithLengthOpts(p, n, &end, 0);
+  long surrogate = root ? -1 : json_lone_surrogate(p, n);
+  if (surrogate >= 0)
+    fsdp_fatal("%s '%s': line %ld: a lone UTF-16 surrogate escape, %.6s (at byte %ld of the line): JSON allows it, "
+               "but no UTF-8 text can hold it",
+               f->what, f->path, f->line, p + surrogate, surrogate + 1);
   if (!root)
     fsdp_fatal("%s '%s': line %ld: not JSON (it goes wrong at byte %ld of the line)", f->what, f->path, f->line,
                end ? (long)(end - p) + 1 : 1L);

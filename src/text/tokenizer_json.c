@@ -343,6 +343,10 @@ struct text_tokenizer *text_tokenizer_load(const char *what, const char *path) {
     fail(&l, "has a \\u0000 escape at byte %ld: a NUL inside a string is not supported (it would cut the string)",
          escape);
   cJSON *root = cJSON_ParseWithLength(text, length);
+  long surrogate = root ? -1 : json_lone_surrogate(text, length);
+  if (surrogate >= 0)
+    fail(&l, "has a lone UTF-16 surrogate escape, %.6s, at byte %ld: JSON allows it, but no UTF-8 text can hold it",
+         text + surrogate, surrogate);
   if (!root) fail(&l, "is not JSON (it goes wrong at byte %ld)", (long)(cJSON_GetErrorPtr() - text));
   free(text);
   if (!cJSON_IsObject(root)) fail(&l, "is not a JSON object");

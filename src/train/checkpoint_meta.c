@@ -271,8 +271,16 @@ static const cJSON *get_object(const char *path, const cJSON *obj, const char *n
 static cJSON *parse_file(const char *step_dir, const char *path) {
   struct stat st;
   if (stat(step_dir, &st) != 0 || !S_ISDIR(st.st_mode)) fsdp_fatal("checkpoint '%s': no such directory", step_dir);
-  if (stat(path, &st) != 0 && errno == ENOENT)
+  if (stat(path, &st) != 0 && errno == ENOENT) {
+    /* --checkpoint-dir's folder rather than one of its steps. */
+    int *steps, n = ckpt_dir_steps(step_dir, 1, &steps), newest = n ? steps[n - 1] : -1;
+    free(steps);
+    if (newest >= 0)
+      fsdp_fatal("checkpoint '%s' is a folder of checkpoints, not one: give one of its steps, such as its newest "
+                 "complete one, '%s'",
+                 step_dir, ckpt_step_dir(step_dir, newest).s);
     fsdp_fatal("checkpoint '%s' is incomplete: it has no %s (its writing was interrupted)", step_dir, CKPT_METADATA);
+  }
   size_t size;
   char *text = input_file_read_all("checkpoint metadata", path, INPUT_JSON_MAX_BYTES, &size);
   cJSON *root = cJSON_ParseWithLength(text, size);

@@ -76,11 +76,20 @@ printf 'the cat sat on the mat; in the hat there is a cat.\n%.0s' 1 2 3 4 > text
 cp tokens.bin "$corpus/token_file/fsdp-tokenize.bin"
 python3 -c 'import sys; sys.stdout.buffer.write(bytes(i // 2 % 8 * (1 - i % 2) for i in range(256)))' > ids.bin
 gpt2=(--model gpt2-tiny --n-layer 1 --n-head 1 --n-embd 4 --vocab-size 8 --block-size 4)
-"$fsdp" train "${gpt2[@]}" --data ids.bin --data-format nanogpt --seq-len 4 --batch-size 1 --steps 1 \
+# The checkpoint target's flags (its struct train_config must agree): these, --warmup 0 and
+# the defaults.
+"$fsdp" train "${gpt2[@]}" --data ids.bin --data-format nanogpt --seq-len 4 --batch-size 1 --warmup 0 --steps 1 \
   --checkpoint-dir ckpt \
   --memory-snapshot snapshot.json > /dev/null
 step=ckpt/step-00000001
 { cat $step/metadata.json; printf '\0'; cat $step/rank-00000.bin; } > "$corpus/checkpoint/gpt2-tiny"
+# A finished run given more steps: its schedule re-anchored (decay_from 1, decay_progress 0.5).
+for steps in 2 5; do
+  "$fsdp" train "${gpt2[@]}" --data ids.bin --data-format nanogpt --seq-len 4 --batch-size 1 --warmup 0 \
+    --steps $steps --checkpoint-dir extended --resume auto > /dev/null
+done
+step=extended/step-00000005
+{ cat $step/metadata.json; printf '\0'; cat $step/rank-00000.bin; } > "$corpus/checkpoint/gpt2-tiny-extended"
 cp snapshot.json "$corpus/memory_snapshot/gpt2-tiny.json"
 "$fsdp" export --checkpoint $step --output gpt2 > /dev/null
 "$fsdp" export --checkpoint $step --dtype bf16 --output gpt2-bf16 > /dev/null
