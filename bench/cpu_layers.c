@@ -2,9 +2,12 @@
  * training step: shakespeare-char (GPT-2, 6 layers, C 384, 6 heads, vocabulary 256) and
  * llama3-debug (C 256, 16 heads of 16, SwiGLU hidden 768, vocabulary 2048), B = 8 and
  * T = 256, in the compute dtype given. Each kernel runs `repeats` times after one warm-up
- * run; a line shows the kernel, the dtype, the median and the fastest time in ms, and
- * the shape. The kernels run through nn.h on
- * the cpu device's host stream, with OMP_NUM_THREADS threads, as a training step runs them.
+ * run; a line shows the kernel, the dtype, the median and the fastest time in ms, the rate
+ * at the median (GFLOP/s for the attentions, causal, a product of the backward's five each
+ * 2 T^2/2 hs a head; GB/s for the rest: the bytes the kernel must read and write at the
+ * least), and the shape; the first lines name the instructions and the engines the
+ * products run on. The kernels run through nn.h on the cpu device's host stream, with
+ * OMP_NUM_THREADS threads, as a training step runs them.
  *
  * usage: cpu_layers [fp32|bf16|fp16] [repeats] [kernel name filter] */
 #include <stdio.h>
@@ -55,7 +58,17 @@ static int compare_ms(const void *a, const void *b) {
 
 typedef void (*kernel_run)(void *state);
 
-static void time_kernel(const char *name, const char *shape, kernel_run run, void *state) {
+/* A kernel's work: its GFLOP (the products), or the GB it must move (the rest). */
+struct work {
+  double gflop, gbytes;
+};
+static struct work flops(double gflop) { return (struct work){gflop, 0.0}; }
+/* Elements of the dtype read or written, and fp32 ones. */
+static struct work moves(double elements, double fp32) {
+  return (struct work){0.0, (elements * (double)dtype_size(dt) + fp32 * 4.0) / 1e9};
+}
+
+static void time_kernel(const char *name, const char *shape, struct work w, kernel_run run, void *state) {
   if (!strstr(name, filter)) return;
   double *ms = fsdp_xmalloc((size_t)repeats * sizeof *ms);
   run(state);
@@ -65,7 +78,9 @@ static void time_kernel(const char *name, const char *shape, kernel_run run, voi
     ms[r] = time_now_ms() - t0;
   }
   qsort(ms, (size_t)repeats, sizeof *ms, compare_ms);
-  printf("%-24s %-5s %9.3f %9.3f  %s\n", name, dtype_name(dt), ms[repeats / 2], ms[0], shape);
+  double seconds = ms[repeats / 2] / 1e3;
+  printf("%-24s %-5s %9.3f %9.3f %8.1f %-7s %s\n", name, dtype_name(dt), ms[repeats / 2], ms[0],
+         (w.gflop > 0 ? w.gflop : w.gbytes) / seconds, w.gflop > 0 ? "GFLOP/s" : "GB/s", shape);
   fflush(stdout);
   free(ms);
 }
@@ -251,36 +266,47 @@ int main(int argc, char **argv) {
   struct nn_rope rope = {.theta = 500000.0f};
   nn_rope_table(&cpu, t2(l.table, T, (size_t)(l.LC / l.LNH)), &rope);
 
+  char isa[64], engines[160];
+  nn_cpu_isa(isa, sizeof isa);
+  nn_cpu_engines(dt, engines, sizeof engines);
+  printf("# %s, %d OpenMP threads; %s\n", isa, nn_num_threads(), engines);
   printf("# B %d, T %d; gpt2 C %d, %d heads, V %d; llama C %d, %d heads, hidden %d\n", B, T, l.C, l.NH, l.V, l.LC,
          l.LNH, l.F);
-  time_kernel("encoder_forward", "(2048, 384)", run_encoder_forward, &l);
-  time_kernel("encoder_backward", "(2048, 384)", run_encoder_backward, &l);
-  time_kernel("layernorm_forward", "(2048, 384)", run_layernorm_forward, &l);
-  time_kernel("layernorm_backward", "(2048, 384)", run_layernorm_backward, &l);
-  time_kernel("gelu_forward", "(2048, 1536)", run_gelu_forward, &l);
-  time_kernel("gelu_backward", "(2048, 1536)", run_gelu_backward, &l);
-  time_kernel("residual_forward", "(2048, 384)", run_residual, &l);
-  time_kernel("classifier losses", "(2048, 256)", run_classifier_losses, &l);
-  time_kernel("classifier dlogits", "(2048, 256)", run_classifier_dlogits, &l);
-  time_kernel("attention_forward", "B8 NH6 T256 hs64", run_attention_forward, &l);
-  time_kernel("attention_backward", "B8 NH6 T256 hs64", run_attention_backward, &l);
-  time_kernel("rmsnorm_forward", "(2048, 256)", run_rmsnorm_forward, &l);
-  time_kernel("rmsnorm_backward", "(2048, 256)", run_rmsnorm_backward, &l);
-  time_kernel("rope_forward", "B8 T256 H16 hd16", run_rope_forward, &l);
-  time_kernel("rope_backward", "B8 T256 H16 hd16", run_rope_backward, &l);
-  time_kernel("swiglu_forward", "(2048, 768)", run_swiglu_forward, &l);
-  time_kernel("swiglu_backward", "(2048, 768)", run_swiglu_backward, &l);
-  time_kernel("gqa_attention_forward", "B8 NH16 T256 hd16", run_gqa_forward, &l);
-  time_kernel("gqa_attention_backward", "B8 NH16 T256 hd16", run_gqa_backward, &l);
+  double N = l.N, C = l.C, LC = l.LC, F = l.F, V = l.V;
+  /* A causal attention product: 2 T^2/2 hs a head. */
+  double gpt2_product = 2.0 * B * l.NH * T * (T / 2.0) * (C / l.NH) / 1e9;
+  double llama_product = 2.0 * B * l.LNH * T * (T / 2.0) * (LC / l.LNH) / 1e9;
+  time_kernel("encoder_forward", "(2048, 384)", moves(3 * N * C, 0), run_encoder_forward, &l);
+  time_kernel("encoder_backward", "(2048, 384)", moves(3 * N * C, 0), run_encoder_backward, &l);
+  time_kernel("layernorm_forward", "(2048, 384)", moves(2 * N * C, 2 * N), run_layernorm_forward, &l);
+  time_kernel("layernorm_backward", "(2048, 384)", moves(4 * N * C, 2 * N), run_layernorm_backward, &l);
+  time_kernel("gelu_forward", "(2048, 1536)", moves(2 * N * 4 * C, 0), run_gelu_forward, &l);
+  time_kernel("gelu_backward", "(2048, 1536)", moves(3 * N * 4 * C, 0), run_gelu_backward, &l);
+  time_kernel("residual_forward", "(2048, 384)", moves(3 * N * C, 0), run_residual, &l);
+  time_kernel("classifier losses", "(2048, 256)", moves(N * V, N), run_classifier_losses, &l);
+  time_kernel("classifier dlogits", "(2048, 256)", moves(2 * N * V, N), run_classifier_dlogits, &l);
+  time_kernel("attention_forward", "B8 NH6 T256 hs64", flops(2 * gpt2_product), run_attention_forward, &l);
+  time_kernel("attention_backward", "B8 NH6 T256 hs64", flops(5 * gpt2_product), run_attention_backward, &l);
+  time_kernel("rmsnorm_forward", "(2048, 256)", moves(2 * N * LC, N), run_rmsnorm_forward, &l);
+  time_kernel("rmsnorm_backward", "(2048, 256)", moves(4 * N * LC, N), run_rmsnorm_backward, &l);
+  time_kernel("rope_forward", "B8 T256 H16 hd16", moves(2 * N * LC, 0), run_rope_forward, &l);
+  time_kernel("rope_backward", "B8 T256 H16 hd16", moves(2 * N * LC, 0), run_rope_backward, &l);
+  time_kernel("swiglu_forward", "(2048, 768)", moves(3 * N * F, 0), run_swiglu_forward, &l);
+  time_kernel("swiglu_backward", "(2048, 768)", moves(5 * N * F, 0), run_swiglu_backward, &l);
+  time_kernel("gqa_attention_forward", "B8 NH16 T256 hd16", flops(2 * llama_product), run_gqa_forward, &l);
+  time_kernel("gqa_attention_backward", "B8 NH16 T256 hd16", flops(5 * llama_product), run_gqa_backward, &l);
 
   struct runtime_state r = {.n = 10745088};
   r.param = random_in(DTYPE_F32, r.n, 0.02f), r.grad = random_in(DTYPE_F32, r.n, 1e-3f);
   r.m = random_in(DTYPE_F32, r.n, 1e-4f), r.v = random_in(DTYPE_F32, r.n, 0.0f);
-  time_kernel("adamw", "10.7M fp32", run_adamw, &r);
+  double n = (double)r.n;
+  /* Reads parameter, gradient and moments, writes them back but the gradient (and a
+   * 16-bit copy). */
+  time_kernel("adamw", "10.7M fp32", moves(dt == DTYPE_F32 ? 0 : n, 7 * n), run_adamw, &r);
   if (dt != DTYPE_F32) {
     r.half = randoms(r.n, 1.0f);
-    time_kernel("cast_to_dtype", "10.7M fp32 -> dtype", run_cast_narrow, &r);
-    time_kernel("cast_to_fp32", "10.7M dtype -> fp32", run_cast_widen, &r);
+    time_kernel("cast_to_dtype", "10.7M fp32 -> dtype", moves(n, n), run_cast_narrow, &r);
+    time_kernel("cast_to_fp32", "10.7M dtype -> fp32", moves(n, n), run_cast_widen, &r);
   }
   return 0;
 }

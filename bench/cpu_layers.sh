@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs cpu_layers (bench/cpu_layers.c) from one or more builds in turn, for each thread
-# count and dtype, several rounds, and prints per kernel the median over the rounds of
-# each run's median, and the fastest time of all: the machine is shared, so a
+# count and dtype, several rounds, and prints what each build's kernels ran on (the
+# instructions, the products' and the attention's engines), then per kernel the median
+# over the rounds of each run's median, the fastest time of all, and the median rate
+# (GFLOP/s of the attentions, GB/s of the rest): the machine is shared, so a
 # comparison of two builds is only fair when their runs alternate. --scalar runs each
 # build a second time with FSDP_SIMD=scalar (its AVX-512 paths off: fsdp/simd.h).
 #
@@ -35,15 +37,20 @@ for r in $(seq "$rounds"); do
       for i in "${!runs[@]}"; do
         dir=${runs[$i]%|*} simd=${runs[$i]#*|}
         FSDP_SIMD=$simd OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t "$dir/bench/cpu_layers" "$d" "$repeats" "$filter" \
-          2>/dev/null | grep -v '^#' | sed "s|^|$i $t |" >> "$out/runs" || true
+          2>/dev/null > "$out/one" || true
+        grep -v '^#' "$out/one" | sed "s|^|$i $t |" >> "$out/runs"
+        # The instructions and engines each build ran on, once a build, thread count and dtype.
+        if [ "$r" = 1 ]; then grep -m1 '^# .*OpenMP threads' "$out/one" | sed "s|^# |build $i, $d: |" >> "$out/engines"; fi
       done
     done
   done
 done
 echo "$rounds rounds of $repeats runs; $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+cat "$out/engines"
 /usr/bin/python3 - "$out/runs" "${runs[@]}" <<'PY'
 import collections, statistics, sys
 runs = collections.defaultdict(list)
+rates, units = collections.defaultdict(list), {}
 fastest = {}
 order = []
 for line in open(sys.argv[1]):
@@ -55,10 +62,12 @@ for line in open(sys.argv[1]):
     if key not in runs:
         order.append(key)
     runs[key].append(float(median))
+    rates[key].append(float(words[at + 3]))
+    units[kernel] = words[at + 4]
     fastest[key] = min(fastest.get(key, float("inf")), float(best))
 names = [r.replace("|scalar", " (FSDP_SIMD=scalar)").rstrip("|") for r in sys.argv[2:]]
-print("| threads | kernel | dtype | " + " | ".join("%s: median ms | fastest ms" % n for n in names) + " |")
-print("|---:|---|---|" + "---:|---:|" * len(names))
+print("| threads | kernel | dtype | " + " | ".join("%s: median ms | fastest ms | rate" % n for n in names) + " |")
+print("|---:|---|---|" + "---:|---:|---:|" * len(names))
 seen = set()
 for threads, kernel, dtype, _ in order:
     if (threads, kernel, dtype) in seen:
@@ -67,6 +76,7 @@ for threads, kernel, dtype, _ in order:
     cells = []
     for i in range(len(names)):
         key = (threads, kernel, dtype, i)
-        cells += ["%.3f" % statistics.median(runs[key]), "%.3f" % fastest[key]] if key in runs else ["-", "-"]
+        cells += ["%.3f" % statistics.median(runs[key]), "%.3f" % fastest[key],
+                  "%.1f %s" % (statistics.median(rates[key]), units[kernel])] if key in runs else ["-", "-", "-"]
     print("| %s | %s | %s | %s |" % (threads, kernel, dtype, " | ".join(cells)))
 PY

@@ -8,7 +8,10 @@
 #     fp32 one (on a CPU without 16-bit products, the cost of widening);
 #   GEMM GFLOP/s (GPT-2 models only): a step's linear-layer products (forward, dinp,
 #     dweight, with the bias) by fsdp.c's nn_matmul (bench/cpu_matmul.c) and by PyTorch
-#     (bench/torch_matmul.py), in fp32 and bf16.
+#     (bench/torch_matmul.py), in fp32 and bf16;
+#   where our step's time goes (one more run of each dtype, its last steps traced): each
+#     op's milliseconds and share of the step, GFLOP/s of the products and the attention,
+#     and what each ran on (bench/step_ops.py).
 # It prints the instruction sets each side ran on. --cap avx2 runs both as an AVX2 machine
 # would (ours: FSDP_SIMD=avx2 DNNL_MAX_CPU_ISA=AVX2; PyTorch: ATEN_CPU_CAPABILITY=avx2
 # ONEDNN_MAX_CPU_ISA=AVX2), to stand in for one on a CPU with AVX-512.
@@ -117,6 +120,15 @@ for r in $(seq "$ROUNDS"); do
   cut -d' ' -f1 /proc/loadavg >"$TMP/load_r$r"
 done
 
+# Where our step's time goes: one more run of each dtype, its last steps traced (the trace
+# costs a little, so these runs are not among the timed rounds).
+for dtype in fp32 bf16 fp16; do
+  env "${OURS_ENV[@]}" "$FSDP" train --model "$MODEL" --data "$DATA" --batch-size "$BATCH" --seq-len "$SEQ" \
+    --steps "$STEPS" --param-dtype "$dtype" --trace "$TMP/ours_${dtype}.trace.json" \
+    --trace-steps "$((WARMUP + 1)):$STEPS" >"$TMP/ours_${dtype}_traced.out" 2>&1 ||
+    { echo "fsdp train --trace ($dtype) failed:" >&2; tail -20 "$TMP/ours_${dtype}_traced.out" >&2; exit 1; }
+done
+
 echo "== fsdp.c against PyTorch $("$TORCH_PY" -c 'import torch; print(torch.__version__)'), one process, $THREADS threads:"
 echo "   $MODEL, B=$BATCH T=$SEQ; machine: $(nproc) cores,"
 echo "   $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -I)${CAP:+; capped to $CAP}"
@@ -166,3 +178,8 @@ print("(a speed ratio above 1: fsdp.c is faster; a 16-bit step over fp32 above 1
 load = lambda r: open(f"{tmp}/load_r{r}").read().strip()
 print(f"load average before: {load(0)}; after each round: " + " ".join(load(r) for r in rounds))
 PYEOF
+for dtype in fp32 bf16 fp16; do
+  echo
+  echo "fsdp.c's $dtype step, op by op (steps $((WARMUP + 1))..$STEPS of a traced run):"
+  /usr/bin/python3 "$ROOT/bench/step_ops.py" "$TMP/ours_${dtype}.trace.json" "$TMP/ours_${dtype}_traced.out" "$BATCH" "$SEQ"
+done

@@ -4,7 +4,7 @@
  *     below -87 and for hidden keys, infinity above 89, NaN for NaN, and its row sum the
  *     documented pairwise sum, to the bit; every vector path and the scalar twin give the
  *     same bits.
- *   tile_product (from AVX2 up; bf16 on vdpbf16ps where the CPU has AVX-512 BF16): every
+ *   tile_product (from AVX2 up, AVX-512 and vdpbf16ps where the CPU has them): every
  *     element against the sum vdpbf16ps forms, written out in scalar C (odd term, then
  *     even, from 0, in fp32; these operands' products and sums stay far from subnormals),
  *     to the bit, in bf16 and fp16, for each layout of a and b, rows with odd strides and
@@ -185,7 +185,8 @@ int main(void) {
   if (!tile_product_runs())
     printf("tile_product: not on this CPU (%s); attention's 16-bit products run on oneDNN\n", simd_isa_name(best));
   static const int shapes[][3] = {{64, 256, 64}, {64, 64, 256}, {256, 64, 64}, {64, 16, 256}, {64, 256, 16},
-                                  {7, 5, 3},     {13, 17, 9},   {1, 1, 1},     {5, 33, 16},   {64, 48, 31}};
+                                  {7, 5, 3},     {13, 17, 9},   {1, 1, 1},     {5, 33, 16},   {64, 48, 31},
+                                  {30, 32, 40},  {50, 80, 7}};
   for (enum simd_isa isa = SIMD_AVX2; isa <= best; isa++) {
     for (int f = 0; f < 2; f++)
       for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)

@@ -191,5 +191,10 @@ int nn_num_threads(void);
 /* The instructions the CPU kernels run on here, for logs and caches: the vector paths'
  * (fsdp/simd.h) and oneDNN's (its DNNL_MAX_CPU_ISA cap applied), "avx2 / oneDNN avx2". */
 void nn_cpu_isa(char *out, size_t size);
+/* What the CPU runs a step's products in compute dtype d on, for the run's log: the
+ * linear layers' (oneDNN in d, or on fp32 copies where it has no such instructions) and
+ * the attention's (oneDNN's sgemm, tile_product on a vector path, or oneDNN's matmul on
+ * AMX), "products bf16 on oneDNN over fp32 copies, attention's on tile_product avx512". */
+void nn_cpu_engines(enum dtype d, char *out, size_t size);
 
 #endif

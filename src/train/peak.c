@@ -209,14 +209,17 @@ static void cpu_model(char *out, size_t size) {
 #endif
 }
 
-/* The product's dtype and the instructions it runs on (FSDP_SIMD and DNNL_MAX_CPU_ISA
- * change them), the machine, its threads and ranks. */
+/* The product's dtype, the instructions and engines it runs on (FSDP_SIMD and
+ * DNNL_MAX_CPU_ISA change them; a build may change the engines), the machine, its threads
+ * and ranks. */
 static void cache_key(char *out, size_t size, enum dtype d, int world_size) {
-  char model[64], isa[64];
+  char model[64], isa[64], engines[160];
   cpu_model(model, sizeof model);
   nn_cpu_isa(isa, sizeof isa);
-  snprintf(out, size, "%s-matmul-%dx%dx%d isa=\"%s\" cpu=\"%s\" cpus=%ld threads=%d ranks=%d", dtype_name(d), PROBE_M,
-           PROBE_K, PROBE_N, isa, model, sysconf(_SC_NPROCESSORS_ONLN), nn_num_threads(), world_size);
+  nn_cpu_engines(d, engines, sizeof engines);
+  snprintf(out, size, "%s-matmul-%dx%dx%d isa=\"%s\" engines=\"%s\" cpu=\"%s\" cpus=%ld threads=%d ranks=%d",
+           dtype_name(d), PROBE_M, PROBE_K, PROBE_N, isa, engines, model, sysconf(_SC_NPROCESSORS_ONLN),
+           nn_num_threads(), world_size);
 }
 
 static char *copy(const char *text) {
@@ -341,7 +344,7 @@ double peak_gflops(float given, enum dtype param_dtype, struct device *device, s
     return rank == 0 ? gflops : 0.0;
   }
   enum dtype d = nn_compute_dtype(device, param_dtype);
-  char key[320];
+  char key[512];
   cache_key(key, sizeof key, d, W);
   char *path = rank == 0 ? cache_path() : NULL, *text = path ? cache_read(path) : copy("");
   double cached = cache_lookup(text, key);

@@ -32,9 +32,10 @@ static void log_run(const struct trainer *t) {
   fsdp_log_info("fsdp: %d ranks on %s, sharding %s, batch %d x %d per rank x %d micro-batches (%d tokens per step)",
                 t->world_size, device_name(t->device), sharding_strategy_name(c->model.sharding), t->B, t->T,
                 c->grad_accum, t->B * t->T * t->world_size * c->grad_accum);
-  char isa[64];
+  char isa[64], engines[160];
   nn_cpu_isa(isa, sizeof isa);
-  fsdp_log_info("cpu: %s, %d OpenMP threads a rank", isa, nn_num_threads());
+  nn_cpu_engines(nn_compute_dtype(device_cpu(), c->mp.param_dtype), engines, sizeof engines);
+  fsdp_log_info("cpu: %s, %d OpenMP threads a rank; %s", isa, nn_num_threads(), engines);
   fsdp_log_info("flops: %.1f GFLOP a step (6 N + 12 L C T a token)", t->flops_per_step / 1e9);
   if (t->replicas > 1)
     fsdp_log_info("hsdp: mesh %d x %d: sharded within %d ranks, replicated across %d", t->replicas,

@@ -13,9 +13,9 @@
  * operands before a tensor-core product; everything else is fp32, the exponentials
  * exp_row's. A tile's products read q, k, v and dout where they lie (rows of a head, qs or
  * kvs elements apart): 16-bit ones on the CPU's own vector instructions from AVX2 up
- * (tile_product.h; the same bits on every one), else on oneDNN's matmul primitive (a
- * product of two 16-bit values is exact in fp32, and the sums are fp32), fp32 ones on its
- * sgemm. The
+ * (tile_product.h; the same bits on every one), but on oneDNN's matmul primitive where it
+ * runs bf16 on AMX, and below AVX2 (a product of two 16-bit values is exact in fp32, and
+ * the sums are fp32); fp32 ones on its sgemm. The
  * scale multiplies each score as it is exponentiated (the forward's maximum is taken of
  * the scaled scores), and dq and dk once, as they are stored. The backward runs in two
  * passes so that each gradient has one writer: per 64-key tile (dk and dv, summed over the
@@ -69,12 +69,12 @@ static struct operand rows_of(struct tensor t, size_t first, int64_t ld, int tra
 }
 
 /* c (m x n, fp32, rows ldc apart) = a b, or c += a b where accumulate, for a (m x k) and
- * b (k x n) in dtype d: 16-bit on tile_product where it runs, else on the calling
+ * b (k x n) in dtype d: 16-bit on tile_product where cpu_attention_on_tiles says, else on the calling
  * thread's own oneDNN primitives (the tiles' parallel region runs one a thread), fp32 on
  * sgemm. */
 static void product(enum dtype d, int m, int n, int k, struct operand a, struct operand b, int accumulate, float *c,
                     int ldc) {
-  if (d != DTYPE_F32 && tile_product_runs()) {
+  if (d != DTYPE_F32 && cpu_attention_on_tiles(d)) {
     tile_product(d, m, n, k, a, b, accumulate, c, ldc);
     return;
   }

@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "cpu.h"
+#include "fsdp/dtype.h"
 
 /* Rows of a query tile, and of a key tile of the two-pass backward's key pass: 64 fp32
  * rows of a 64- or 128-wide head, with the tile's scores, fit a core's L2 cache with room
@@ -27,6 +28,16 @@ _Static_assert((int)ATTENTION_KEYS >= (int)ATTENTION_TILE, "a key tile's scores 
 struct head_layout {
   int B, T, NH, NKV, hs, qs, kvs;
 };
+
+/* Whether attention's 16-bit products of dtype d run on tile_product (threads.c): from
+ * AVX2 up, but where oneDNN runs bf16 on AMX's tile products, a tenth of whose speed
+ * vdpbf16ps reaches (the step's products ran at 1230 GFLOP/s on 2 Sapphire Rapids cores,
+ * the attention's vdpbf16ps at 190: issue 39); else on oneDNN's matmul. */
+int cpu_attention_on_tiles(enum dtype d);
+/* What attention's products run on in dtype d, for the run's log: oneDNN's sgemm in
+ * fp32; in 16 bits tile_product on the best vector path ("tile_product avx512"), or
+ * oneDNN's matmul (on AMX). */
+const char *cpu_attention_products(enum dtype d);
 
 /* Where head h of batch b starts in a view whose positions are stride elements apart. */
 static inline size_t head_at(const struct head_layout *hl, int stride, int b, int h) {

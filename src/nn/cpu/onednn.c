@@ -30,9 +30,11 @@ struct runs {
 /* A primitive with the memory objects it runs on: they hold a problem's layouts, and
  * each call only points them at its data. A 16-bit problem that oneDNN cannot run on
  * this CPU (Debian's oneDNN 2.6 has bf16 products only from AVX-512 on, fp16 ones only
- * with AVX512-FP16) runs as its fp32 twin on widened copies, compact (a head's rows of a
- * wide activation are copied, not the gaps between them): widening is exact, so the
- * product still accumulates in fp32 and c is rounded once, as the 16-bit kernel would
+ * with AVX512-FP16), or runs only by emulation (bf16 on AVX-512 without its BF16
+ * instructions: Skylake to Ice Lake servers, 3.3 times slower than fp32 on an Ice Lake-like
+ * Xeon, docs/benchmarks.md), runs as its fp32 twin on widened copies, compact (a head's
+ * rows of a wide activation are copied, not the gaps between them): widening is exact, so
+ * the product still accumulates in fp32 and c is rounded once, as the 16-bit kernel would
  * do it. */
 struct cached_matmul {
   struct onednn_matmul key;
@@ -190,6 +192,14 @@ static dnnl_status_t describe(const struct onednn_matmul *m, const struct onednn
   return status;
 }
 
+/* Whether the CPU has the instructions of isa as oneDNN may use them (DNNL_MAX_CPU_ISA
+ * caps it): the ISAs are sets of feature bits. */
+static int has_isa(dnnl_cpu_isa_t isa) { return (dnnl_get_effective_cpu_isa() & isa) == isa; }
+
+static int native_bf16(void) { return has_isa(dnnl_cpu_isa_avx512_core_bf16); }
+
+int onednn_amx(void) { return has_isa(dnnl_cpu_isa_avx512_core_amx); }
+
 static struct cached_matmul create(struct cache *c, const struct onednn_matmul *m) {
   struct cached_matmul e = {.key = *m};
   int64_t dtypes[OPERANDS];
@@ -197,7 +207,8 @@ static struct cached_matmul create(struct cache *c, const struct onednn_matmul *
   struct onednn_operand layout[OPERANDS] = {m->a, m->b, bias_row(m), m->c};
   dnnl_memory_desc_t md[OPERANDS];
   dnnl_primitive_desc_t pd;
-  dnnl_status_t status = describe(m, layout, dtypes, md, &pd);
+  dnnl_status_t status = m->dtype == DTYPE_BF16 && !native_bf16() ? dnnl_unimplemented
+                                                                   : describe(m, layout, dtypes, md, &pd);
   if (status == dnnl_unimplemented && m->dtype != DTYPE_F32) {
     for (int i = 0; i < OPERANDS; i++) {
       e.widened[i] = dtypes[i] != DTYPE_F32;
@@ -333,3 +344,19 @@ const char *onednn_isa(void) {
 }
 
 uint64_t onednn_primitives_created(void) { return lib.created; }
+
+int onednn_native(enum dtype d) {
+  if (d != DTYPE_F16) return d == DTYPE_F32 || native_bf16();
+  /* oneDNN says whether it has fp16 products by making one. */
+  pthread_once(&lib.once, start);
+  struct onednn_matmul m = {.dtype = DTYPE_F16, .a = onednn_matrix(16, 16), .b = onednn_matrix(16, 16),
+                            .c = onednn_matrix(16, 16)};
+  int64_t dtypes[OPERANDS];
+  operand_dtypes(&m, dtypes);
+  struct onednn_operand layout[OPERANDS] = {m.a, m.b, bias_row(&m), m.c};
+  dnnl_memory_desc_t md[OPERANDS];
+  dnnl_primitive_desc_t pd;
+  if (describe(&m, layout, dtypes, md, &pd) != dnnl_success) return 0;
+  DNNL(dnnl_primitive_desc_destroy(pd));
+  return 1;
+}

@@ -52,6 +52,12 @@ void onednn_sgemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, flo
  * "avx512_core_bf16", ...; "aarch64" there (oneDNN 2.6 names no aarch64 levels). */
 const char *onednn_isa(void);
 
+/* Whether oneDNN multiplies d itself here (fp32; bf16 with AVX-512 BF16 or AMX; fp16 with
+ * AVX512-FP16) rather than on widened fp32 copies (onednn.c), and whether its bf16
+ * products run on AMX's tiles. */
+int onednn_native(enum dtype d);
+int onednn_amx(void);
+
 /* How many primitives have been created since the start: tests check that a repeated
  * problem creates none. */
 uint64_t onednn_primitives_created(void);

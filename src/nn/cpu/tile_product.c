@@ -259,6 +259,113 @@ AVX2 static void product_avx2(enum dtype d, int m, int n, int k, struct operand 
       for (int i0 = 0; i0 < m; i0 += 12) block8(12, 1, m, n, kp, wa_at, wb, cols, i0, x0, accumulate, c, ldc, csr);
   }
 }
+
+/* AVX-512 without its BF16 dot products (Skylake to Ice Lake servers), and fp16 on any
+ * AVX-512: the AVX2 path's widened sums, sixteen columns a vector: each element's fused
+ * multiply-adds in the same order under DAZ and FTZ, the same bits. A block of R rows by
+ * V vectors keeps R V = 24 sums in registers (of 32) beside V vectors of b and a
+ * broadcast of a. */
+
+enum { VEC16 = 16 };
+#define AVX512W __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
+
+/* Up to sixteen 16-bit values widened (the lanes past count zero). */
+AVX512W static inline __m512 widen16(enum dtype d, const uint16_t *x, int count) {
+  __m256i h = _mm256_maskz_loadu_epi16(count >= VEC16 ? 0xffffu : first16(count), x);
+  return d == DTYPE_BF16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)) : _mm512_cvtph_ps(h);
+}
+
+AVX512W static void widen_rows16(enum dtype d, float *out, size_t out_ld, const uint16_t *x, int64_t ld, int rows,
+                                 int cols, int width) {
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < width; c += VEC16)
+      _mm512_storeu_ps(out + (size_t)r * out_ld + c, widen16(d, x + r * ld + c, cols - c));
+}
+
+AVX512W static void widen_transposed16(enum dtype d, float *out, size_t out_ld, const uint16_t *x, int64_t ld,
+                                       int rows, int cols, int width) {
+  for (int r0 = 0; r0 < width; r0 += VEC16)
+    for (int c0 = 0; c0 < cols; c0 += VEC16) {
+      __m512 t[VEC16];
+      for (int i = 0; i < VEC16; i++)
+        t[i] = r0 + i < rows ? widen16(d, x + (r0 + i) * ld + c0, cols - c0) : _mm512_setzero_ps();
+      transpose16(t);
+      for (int i = 0; i < VEC16 && c0 + i < cols; i++) _mm512_storeu_ps(out + (size_t)(c0 + i) * out_ld + r0, t[i]);
+    }
+}
+
+#define STEP16(q)                                                                                \
+  do {                                                                                           \
+    __m512 bv[4];                                                                                \
+    for (int v = 0; v < V; v++) bv[v] = _mm512_load_ps(b + (size_t)(q) * cols + x0 + v * VEC16); \
+    for (int r = 0; r < R; r++) {                                                                \
+      __m512 av = _mm512_set1_ps(arow[r][(size_t)(q) * a.step]);                                 \
+      for (int v = 0; v < V; v++) acc[r * V + v] = _mm512_fmadd_ps(av, bv[v], acc[r * V + v]);  \
+    }                                                                                            \
+  } while (0)
+
+AVX512W __attribute__((always_inline)) static inline void block16(int R, int V, int m, int n, int kp,
+                                                                  struct widened_a a, const float *b, int cols, int i0,
+                                                                  int x0, int accumulate, float *c, int ldc,
+                                                                  unsigned csr) {
+  const float *arow[24];
+  __m512 acc[24];
+  for (int r = 0; r < R; r++) arow[r] = a.a + (size_t)(i0 + r < m ? i0 + r : m - 1) * a.row;
+  for (int s = 0; s < R * V; s++) acc[s] = _mm512_setzero_ps();
+  _mm_setcsr(csr | MXCSR_DAZ_FTZ);
+  for (int j = 0; j < kp; j += 2) {
+    STEP16(j + 1);
+    STEP16(j);
+  }
+  _mm_setcsr(csr);
+  for (int r = 0; r < R && i0 + r < m; r++)
+    for (int v = 0; v < V && x0 + v * VEC16 < n; v++) {
+      __mmask16 keep = first16(n - x0 - v * VEC16);
+      float *dst = c + (size_t)(i0 + r) * ldc + x0 + v * VEC16;
+      __m512 out = acc[r * V + v];
+      if (accumulate) out = _mm512_add_ps(_mm512_maskz_loadu_ps(keep, dst), out);
+      _mm512_mask_storeu_ps(dst, keep, out);
+    }
+}
+
+AVX512W static void product_avx512(enum dtype d, int m, int n, int k, struct operand a, struct operand b,
+                                   int accumulate, float *c, int ldc) {
+  int kp = (k + 1) / 2 * 2, cols = (n + VEC16 - 1) / VEC16 * VEC16;
+  int ka = (kp + VEC16 - 1) / VEC16 * VEC16, ma = (m + VEC16 - 1) / VEC16 * VEC16;
+  /* 64-byte aligned rows of b: cpu_pack_scratch's buffer is, and cols is whole vectors. */
+  float *wb = cpu_pack_scratch(((size_t)kp * cols + (size_t)ma * ka) * sizeof(float)), *wa = wb + (size_t)kp * cols;
+  if (b.transposed)
+    widen_transposed16(d, wb, (size_t)cols, b.data, b.ld, n, k, cols);
+  else
+    widen_rows16(d, wb, (size_t)cols, b.data, b.ld, k, n, cols);
+  if (kp > k) memset(wb + (size_t)k * cols, 0, (size_t)cols * sizeof(float));
+  struct widened_a wa_at = {wa, (size_t)ka, 1};
+  if (a.transposed) {
+    widen_rows16(d, wa, (size_t)ma, a.data, a.ld, k, m, ma);
+    if (kp > k) memset(wa + (size_t)k * ma, 0, (size_t)ma * sizeof(float));
+    wa_at = (struct widened_a){wa, 1, (size_t)ma};
+  } else {
+    widen_rows16(d, wa, (size_t)ka, a.data, a.ld, m, k, ka);
+  }
+  unsigned csr = _mm_getcsr();
+  for (int x0 = 0; x0 < n; x0 += 4 * VEC16) {
+    int vecs = (n - x0 + VEC16 - 1) / VEC16;
+    switch (vecs < 4 ? vecs : 4) {
+    case 1:
+      for (int i0 = 0; i0 < m; i0 += 24) block16(24, 1, m, n, kp, wa_at, wb, cols, i0, x0, accumulate, c, ldc, csr);
+      break;
+    case 2:
+      for (int i0 = 0; i0 < m; i0 += 12) block16(12, 2, m, n, kp, wa_at, wb, cols, i0, x0, accumulate, c, ldc, csr);
+      break;
+    case 3:
+      for (int i0 = 0; i0 < m; i0 += 8) block16(8, 3, m, n, kp, wa_at, wb, cols, i0, x0, accumulate, c, ldc, csr);
+      break;
+    default:
+      for (int i0 = 0; i0 < m; i0 += 6) block16(6, 4, m, n, kp, wa_at, wb, cols, i0, x0, accumulate, c, ldc, csr);
+      break;
+    }
+  }
+}
 #endif
 
 int tile_product_runs(void) { return simd_isa() >= SIMD_AVX2; }
@@ -269,6 +376,10 @@ void tile_product(enum dtype d, int m, int n, int k, struct operand a, struct op
 #if defined(__x86_64__)
   if (d == DTYPE_BF16 && simd_isa() >= SIMD_AVX512_BF16) {
     product_bf16(m, n, k, a, b, accumulate, c, ldc);
+    return;
+  }
+  if (simd_isa() >= SIMD_AVX512) {
+    product_avx512(d, m, n, k, a, b, accumulate, c, ldc);
     return;
   }
   if (simd_isa() >= SIMD_AVX2) {
