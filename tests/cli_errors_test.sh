@@ -167,6 +167,42 @@ COMMAND=plan expect_error "plan --cuda-arch as a number" "--cuda-arch: unknown G
   --device cuda --cuda-arch 86
 COMMAND=plan expect_error "plan --cuda-arch on the cpu" "--cuda-arch sm_86: only with --device cuda" --world-size 1 \
   --cuda-arch sm_86
+COMMAND=plan expect_error "plan --gpu on the cpu" "--gpu h100-sxm: only with --device cuda" --world-size 2 \
+  --gpu h100-sxm
+COMMAND=plan expect_error "plan link preset" "--link intra=nvlink9: unknown link 'nvlink9' (known: nvlink3," \
+  --world-size 2 --link intra=nvlink9
+COMMAND=plan expect_error "plan link without a unit" "--link: '900' has no unit (a rate such as" --world-size 2 \
+  --link intra=900
+COMMAND=plan expect_error "plan link unit" "--link: '900GB': unknown unit 'GB' (a rate such as" --world-size 2 \
+  --link inter=900GB
+COMMAND=plan expect_error "plan link latency unit" "--link: '2' has no unit (a latency such as" --world-size 2 \
+  --link inter=50GB/s,2
+COMMAND=plan expect_error "plan link side" "--link nvlink4: say which link: intra=... (within a machine) or" \
+  --world-size 2 --link nvlink4
+COMMAND=plan expect_error "plan negative link" "--link: '-5GB/s' must be positive" --world-size 2 \
+  --link intra=-5GB/s
+COMMAND=plan expect_error "plan efficiency range" "--efficiency matmul=1.5: matmul=1.5 must be a fraction in (0, 1]" \
+  --world-size 2 --efficiency matmul=1.5
+COMMAND=plan expect_error "plan efficiency class" "--efficiency tensor=0.5: unknown op class 'tensor'" \
+  --world-size 2 --efficiency tensor=0.5
+COMMAND=plan expect_error "plan calibrate missing" "--calibrate log '$tmp/none.jsonl': " --world-size 2 \
+  --calibrate "$tmp/none.jsonl"
+printf '{"step":3,"step_ms":10}\n' > "$tmp/old.jsonl"
+COMMAND=plan expect_error "plan calibrate old log" "--calibrate '$tmp/old.jsonl': line 1 has no world_size" \
+  --world-size 2 --calibrate "$tmp/old.jsonl"
+printf '{"step":1,"world_size":2,"step_ms":10}\n' > "$tmp/short.jsonl"
+COMMAND=plan expect_error "plan calibrate short log" "no step after the first two to calibrate on" \
+  --world-size 2 --calibrate "$tmp/short.jsonl"
+printf 'step 3\n' > "$tmp/text.jsonl"
+COMMAND=plan expect_error "plan calibrate text" "line 1 is not a JSON object" --world-size 2 --calibrate "$tmp/text.jsonl"
+COMMAND=plan expect_error "plan mesh does not divide" "--mesh 3,2: 3 x 2 = 6 ranks, but the job has 8" \
+  --world-size 8 --mesh 3,2
+COMMAND=plan expect_error "plan sweep order" "--sweep 8:4: 8 is above 4" --sweep 8:4
+COMMAND=plan expect_error "plan sweep value" "--sweep: 'x' is not an integer" --sweep 8,x
+COMMAND=plan expect_error "plan sweep and a world size" "--world-size: not with --sweep" --sweep 1:4 --world-size 2
+COMMAND=plan expect_error "plan sweep and a mesh" "--mesh: not with --sweep" --sweep 4:8 --mesh 2,2
+COMMAND=plan expect_error "plan sweep picture alone" "--sweep-svg: only with --sweep" --world-size 2 \
+  --sweep-svg "$tmp/p.svg"
 expect_error "--cuda-arch is for plan" "unknown flag '--cuda-arch' (see fsdp train --help)" \
   --data "$tmp/small.bin" --cuda-arch sm_86
 expect_error "zero --comm-timeout" "--comm-timeout: must be positive, got '0'" --data "$tmp/small.bin" --comm-timeout 0

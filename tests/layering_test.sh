@@ -11,9 +11,9 @@ cd "${1:?usage: layering_test.sh SOURCE_DIR [--draw]}" || exit 2
 # The layer a public header belongs to.
 header_layer() {
   case $1 in
-    background_write.h | crc32c.h | dtype.h | durable_file.h | error.h | file_commit.h | input_file.h | json_text.h | log.h \
+    background_write.h | cores.h | crc32c.h | dtype.h | durable_file.h | error.h | file_commit.h | input_file.h | json_text.h | log.h \
       | output_file.h | rng.h | safetensors.h | simd.h | tensor.h | timer.h | trace.h | flags.h) echo core ;;
-    device.h | memory.h | stream.h) echo device ;;
+    device.h | memory.h | meta_clock.h | stream.h) echo device ;;
     comm.h) echo comm ;;
     checkpoint.h | flat_param.h | unit.h | runtime.h) echo fsdp ;;
     nn.h | cuda_arch.h) echo nn ;;

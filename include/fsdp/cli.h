@@ -28,7 +28,18 @@ struct command_options {
   int world_size;             /* ranks the plan is for */
   const char *format;         /* text or json */
   const char *cuda_arch;      /* the GPU arch a cuda plan is for ("sm_86"), or NULL */
-  int ranks_per_node;         /* for the traffic within and between nodes; 0: S of --mesh */
+  int ranks_per_node;         /* consecutive ranks a machine; 0: 8 on cuda (at most W), else S of --mesh */
+  int nics_per_node;          /* a machine's NICs; 0: the machine's (one a GPU, one a CPU machine) */
+  const char *gpu;            /* the GPU a cuda plan times the step on (plan_machine_gpu), or NULL */
+  struct plan_link_flags {
+    const char *given[4];     /* each --link, in order: a later one for the same link wins */
+    int n;
+  } links;
+  const char *efficiency;     /* --efficiency CLASS=FRACTION,..., or NULL */
+  const char *calibrate;      /* a `fsdp train --log` to fit the machine's rates to, or NULL */
+  const char *sweep;          /* the world sizes of --sweep, or NULL: one plan */
+  const char *sweep_svg;      /* where --sweep draws its picture, or NULL */
+  uint64_t memory_limit;      /* a rank's device memory in a sweep; 0: the GPU's */
   /* eval */
   int batches;                /* of batch_size windows; 0: every window */
   /* export */

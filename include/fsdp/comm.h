@@ -53,6 +53,32 @@ void comm_barrier(struct comm_group *g);
  * the meta device, as they would be for real. */
 struct comm_group *comm_meta_group(struct device *meta, int size, int rank);
 
+/* What a meta group's collectives take (fsdp plan's step-time model; fsdp/meta_clock.h):
+ * each is charged to its stream as a ring's W - 1 steps (twice that for an all-reduce),
+ * each step a part of the buffer over the slowest hop and that hop's latency. Ranks
+ * ranks_per_node at a time share a machine, which has nics_per_node NICs of `inter` each.
+ * A ring within a machine runs at intra. Across machines, each step takes a part out of
+ * every machine for every group of this kind there (the machine's ranks over the group's
+ * ranks on it): the groups share the machine's NICs, and one group's traffic spreads over
+ * as many NICs as it has ranks there (as NCCL's rings do), never above intra. So with a
+ * NIC a rank (GPUs on rails) a ring of r ranks a machine runs at r x inter, and with one
+ * NIC a machine every group crossing it shares that one. A group without links is
+ * charged nothing. Dups and meshes of a meta group take its links: a shard group is
+ * consecutive ranks, a replicate group every S-th. */
+struct comm_link {
+  double bytes_per_s; /* one way: a rank's within a machine, one NIC's between machines */
+  double latency_s;   /* of one step of a ring */
+};
+struct comm_links {
+  int ranks_per_node, nics_per_node; /* nics_per_node 0: one a rank */
+  struct comm_link intra, inter;
+};
+void comm_meta_set_links(struct comm_group *g, const struct comm_links *links);
+enum comm_kind { COMM_ALL_GATHER, COMM_REDUCE_SCATTER, COMM_ALL_REDUCE };
+/* Seconds a collective of `kind` takes on meta group g: bytes are one rank's part of an
+ * all-gather or a reduce-scatter, or the buffer of an all-reduce. */
+double comm_meta_seconds(const struct comm_group *g, enum comm_kind kind, double bytes);
+
 /* Bytes this rank has sent (as many are received) in the collectives launched on the
  * group since the last call, counted as ring algorithms send them: (W-1) parts for an
  * all-gather or a reduce-scatter, 2 (W-1)/W of the buffer for an all-reduce. */

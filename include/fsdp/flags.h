@@ -114,6 +114,14 @@ _Noreturn void flag_unknown_name(const char *flag, const char *what, const char 
 /* Values a FLAG_CUSTOM parse function reads: as the kinds read them, ending the job with a
  * message naming flag when text is not one. */
 int flag_int(const char *flag, const char *text, int least);
+/* A positive number followed at once by one of n units ("900GB/s", "2us"), in the units'
+ * common measure: the number times its unit's scale. form says what is expected in a
+ * message ("a rate such as 50GB/s or 400Gb/s"). */
+struct flag_unit {
+  const char *suffix;
+  double scale;
+};
+double flag_quantity(const char *flag, const char *text, const struct flag_unit *units, size_t n, const char *form);
 /* "A<sep>B", both integers from least up ("2:4", "2,4"); form says what is expected in a
  * message ("FIRST:LAST (e.g. 2:4)"). */
 void flag_int_pair(const char *flag, const char *text, char sep, int least, const char *form, int *a, int *b);

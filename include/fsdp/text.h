@@ -56,9 +56,6 @@ void text_stream_end_document(struct text_stream *s);
 /* Ends the last document, hands everything left to the sink, and frees the stream. */
 void text_stream_finish(struct text_stream *s);
 
-/* The cores this process may run on (its CPU affinity), at least 1. */
-int text_available_cores(void);
-
 /* fsdp sample's --tokenizer, of either kind, told apart by its content (tokenizer_file.c):
  * a Hugging Face tokenizer.json (a JSON object; encodes and decodes) or llm.c's
  * gpt2_tokenizer.bin (magic 20240328; decodes only). */

@@ -13,6 +13,7 @@
 #include "fsdp/comm.h"
 #include "fsdp/data.h"
 #include "fsdp/memory.h"
+#include "fsdp/meta_clock.h"
 #include "fsdp/model.h"
 #include "fsdp/runtime.h"
 
@@ -138,18 +139,86 @@ struct evaluation {
 };
 struct evaluation evaluate(const struct train_config *c, int batches);
 
+/* ---- plan_machine.c: what `fsdp plan` times a step on ---- */
+
+enum { PLAN_NAME_MAX = 96 };
+
+/* The share of a peak each class of work reaches: the products (matmul), the attention's,
+ * the ops that stream their operands (memory, of the memory's bandwidth) and the rings (link,
+ * of the links' line rate). */
+struct plan_efficiency {
+  double matmul, attention, memory, link;
+};
+
+/* A rank's device and links. Peaks are a GPU's datasheet figures, or what the probes read
+ * on this machine's CPU; the rates charged are peaks times efficiencies, times the scales
+ * --calibrate fits (1 without). */
+struct plan_machine {
+  char name[PLAN_NAME_MAX];       /* "h100-sxm", or this machine's cpu */
+  double peak_flops;              /* a rank's: dense bf16 on a GPU; the probed product rate on the CPU */
+  double memory_bytes_per_s;      /* HBM's, or the CPU's probed */
+  double capacity_bytes;          /* the memory a rank's device has (0: unknown, the CPU's) */
+  double host_link_bytes_per_s;   /* copies between the host and the device */
+  double host_memory_bytes_per_s; /* the host's, for an optimizer offloaded to it */
+  double launch_s, op_s;          /* struct device_speed's */
+  int cpu_cores, threads_per_rank; /* the CPU's, whose ranks share its cores; 0 on a GPU */
+  struct plan_efficiency efficiency;
+  struct comm_links links;        /* line rates; ranks_per_node consecutive ranks a machine */
+  char intra_name[PLAN_NAME_MAX], inter_name[PLAN_NAME_MAX]; /* their presets, or the figures given */
+  double compute_scale, intra_scale, inter_scale;
+};
+/* A GPU by name, with figures after it that change the preset's: NAME[,memory=SIZE]
+ * [,hbm=RATE][,host=RATE] (--gpu); its links are its platform's, a NIC a GPU. */
+void plan_machine_gpu(struct plan_machine *m, const char *spec);
+/* The preset of a GPU by the product name cudaGetDeviceProperties gives, or NULL. */
+const char *plan_gpu_of(const char *model);
+/* This machine's CPU, its ranks of nn_num_threads() threads each: the product rate
+ * peak.c probes (and caches) for the compute dtype and a streaming add's bandwidth, which
+ * the ranks of a machine share where their threads outnumber the cores; links loopback
+ * within it and ethernet-25g between machines, one NIC a machine. */
+void plan_machine_cpu(struct plan_machine *m, enum dtype compute_dtype);
+/* intra=LINK or inter=LINK, LINK a preset or RATE[,LATENCY] (--link; latency 5us when not
+ * given). Bad input ends the job naming the flag. */
+void plan_machine_link(struct plan_machine *m, const char *spec);
+/* CLASS=FRACTION,... (--efficiency). */
+void plan_machine_efficiency(struct plan_machine *m, const char *spec);
+/* The rates the meta devices charge (the planned device's and, under --offload cpu, the
+ * host's) and the links the meta groups' rings run over. */
+void plan_machine_speed(const struct plan_machine *m, struct device_speed *device, struct device_speed *host,
+                        struct comm_links *links);
+
 /* ---- step_plan.c: `fsdp plan` ---- */
 
+/* A planned step's time, as `fsdp train` logs a step's (fsdp/meta_clock.h's model). */
+struct step_time {
+  double step_ms, tokens_per_s, mfu; /* mfu: of the machine's peak */
+  double all_gather_ms, reduce_scatter_ms, replicate_ms; /* the comm streams' busy time */
+  double exposed_ms;                 /* the compute stream's waits for them */
+  struct meta_clock_reading clock;   /* the step's tallies: each op's time, each wait's */
+};
+
 /* Two steps of the very training `fsdp train` runs, on the meta device over a meta group
- * of world_size ranks: every allocation made and counted, no byte touched. The second
- * step's (it starts with what the first one's optimizer prefetched, as every later step). */
+ * of world_size ranks: every allocation made and counted, no byte touched, each launch
+ * charged what it takes on machine (NULL: nothing, no time). The second step's (it starts
+ * with what the first one's optimizer prefetched, as every later step). */
 struct step_plan {
   struct mem_stats mem;  /* the device's, per rank */
   struct mem_stats host; /* the host's pinned memory apart from the device's (--offload cpu) */
   struct comm_traffic traffic, replicate_traffic; /* within the shard group, across the replicas */
   size_t numel;
   int n_units, B;
+  struct step_time time;
 };
-void plan_step(const struct train_config *c, int world_size, struct step_plan *out);
+void plan_step(const struct train_config *c, int world_size, const struct plan_machine *machine,
+               struct step_plan *out);
+
+/* ---- plan_calibrate.c: `fsdp plan --calibrate` ---- */
+
+/* Fits m's scales to a run of c logged by `fsdp train --log`: its median step after the
+ * first two, planned at its world size on m, takes the log's time outside the exposed
+ * communication (compute_scale), and exposes as much communication as the log's (the
+ * links' scale: intra_scale for a run on one machine, both for one across machines).
+ * Says what it read and fitted on stderr. Bad input ends the job naming the file. */
+void plan_calibrate(const struct train_config *c, struct plan_machine *m, const char *log_path);
 
 #endif

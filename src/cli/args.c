@@ -65,6 +65,13 @@ static void parse_cuda_arch(void *field, const char *flag, const char *v) {
 }
 
 /* none, full, or every:K (K >= 1): how many blocks activation checkpointing covers. */
+static void parse_link(void *field, const char *flag, const char *v) {
+  struct plan_link_flags *links = field;
+  if (links->n == (int)(sizeof links->given / sizeof links->given[0]))
+    fsdp_fatal("%s: given more than %d times", flag, links->n);
+  links->given[links->n++] = v;
+}
+
 static void parse_ac(void *field, const char *flag, const char *text) {
   static const char *const WHOLE[] = {"none", "full"}; /* every 0th block (none), every block */
   int *every = field;
@@ -179,11 +186,43 @@ static const char PLAN_ONLY[] = "plan", MODEL[] = "model", OVERLAP[] = "overlap 
 #define STEP_RANGE_DEFAULT SPELL(DEFAULT_FIRST_STEP) ":" SPELL(DEFAULT_LAST_STEP) ", or the last step if fewer"
 
 static const struct flag FLAGS[] = {
-    {PLAN_ONLY, "--world-size", PLAN, "W", FLAG_REQUIRED, POSITIVE(world_size), .help = "ranks the plan is for"},
+    {PLAN_ONLY, "--world-size", PLAN, "W", FLAG_NOTE("required, but with --sweep"), POSITIVE(world_size),
+     .help = "ranks the plan is for"},
     {PLAN_ONLY, "--format", PLAN, "text|json", FLAG_DEFAULT("text"), CHOICE(format, "format", PLAN_FORMATS),
      .help = "how the plan is printed"},
-    {PLAN_ONLY, "--ranks-per-node", PLAN, "N", FLAG_NOTE("S of --mesh"), POSITIVE(ranks_per_node),
-     .help = "consecutive ranks on one machine, for the bytes sent within and between machines"},
+    {PLAN_ONLY, "--ranks-per-node", PLAN, "N", FLAG_NOTE("8 on cuda (W when fewer), else S of --mesh"),
+     POSITIVE(ranks_per_node),
+     .help = "consecutive ranks on one machine: the bytes sent within and between machines, and the links the "
+             "rings run over"},
+    {PLAN_ONLY, "--nics-per-node", PLAN, "N", FLAG_NOTE("one a GPU on cuda, 1 on the cpu"), POSITIVE(nics_per_node),
+     .help = "a machine's NICs between machines, each of --link inter's rate, which the rings crossing it share"},
+    {PLAN_ONLY, "--gpu", PLAN, "NAME[,memory=SIZE][,hbm=RATE][,host=RATE]",
+     FLAG_NOTE("this machine's GPU where the table knows it, else h100-sxm"), TEXT(gpu),
+     .help = "--device cuda: the GPU the step is timed on, a preset (a100-sxm, a100-pcie, h100-sxm, h100-pcie, "
+             "h100-nvl, h200, b200, l40s: the datasheet's dense bf16 peak, HBM bandwidth and memory, and its "
+             "platform's links), with figures that change the preset's"},
+    {PLAN_ONLY, "--link", PLAN, "intra=LINK|inter=LINK", FLAG_NOTE("the GPU's platform's; on the cpu loopback and "
+     "ethernet-25g"), CUSTOM(links, parse_link),
+     .help = "a link of the rings, within a machine (intra) or between machines (inter): a preset (nvlink3, nvlink4, "
+             "nvlink5, pcie4, pcie5, ib-hdr200, ib-ndr400, roce-200, roce-400, ethernet-25g, ethernet-100g, "
+             "loopback) or RATE[,LATENCY] one rank sends one way, such as 50GB/s,5us or 400Gb/s; given once for "
+             "each"},
+    {PLAN_ONLY, "--efficiency", PLAN, "CLASS=FRACTION,...", FLAG_NOTE("the GPU's: matmul 0.75 (Ampere, Ada) or 0.6 "
+     "(Hopper, Blackwell), attention 0.5 or 0.35, memory 0.8, link 0.8; on the cpu 1, 0.5, 1, 1 of the probes"),
+     TEXT(efficiency),
+     .help = "the share of the peak each class of work reaches: matmul (the products), attention (its products), "
+             "memory (the ops that stream their operands, of the bandwidth), link (the rings, of the line rate)"},
+    {PLAN_ONLY, "--calibrate", PLAN, "LOG", FLAG_NOTE("none"), TEXT(calibrate),
+     .help = "a `fsdp train --log` of this configuration (at any world size): the compute and the links are "
+             "scaled to what its steps took"},
+    {PLAN_ONLY, "--sweep", PLAN, "W1:W2|W,W,...", FLAG_NOTE("none: one plan at --world-size"), TEXT(sweep),
+     .help = "plan the job at each world size (W1:W2: the powers of two from W1 to W2) over the sharding "
+             "strategies, HSDP's shard sizes, --batch-size and twice it, activation checkpointing off and on, and "
+             "on cuda offload off and on; a table ranked by tokens/s among those that fit --memory-limit"},
+    {PLAN_ONLY, "--memory-limit", PLAN, "SIZE", FLAG_NOTE("the GPU's memory; none on the cpu"),
+     FLAG_SIZE_OF(OPTIONS, memory_limit), .help = "--sweep: the device memory a rank may use"},
+    {PLAN_ONLY, "--sweep-svg", PLAN, "FILE", FLAG_NOTE("none"), TEXT(sweep_svg),
+     .help = "--sweep: a picture of the best step time and its exposed communication against the world size"},
     {PLAN_ONLY, "--cuda-arch", PLAN, "sm_XY", FLAG_NOTE("this machine's GPU, else " CUDA_ARCH_DEFAULT),
      CUSTOM(cuda_arch, parse_cuda_arch),
      .help = "--device cuda: the GPU architecture the plan is for (one the kernels are built for, such as sm_80, "
@@ -515,6 +554,11 @@ static void resolve_and_check(struct command_options *options) {
   if (!o->checkpoint_dir && o->keep_last) fsdp_fatal("--keep-last: needs --checkpoint-dir");
   if (o->resume && strcmp(o->resume, "auto") == 0 && !o->checkpoint_dir)
     fsdp_fatal("--resume auto: needs --checkpoint-dir, where it looks for the newest checkpoint");
+  if (options->gpu && strcmp(m->device, "cuda") != 0)
+    fsdp_fatal("--gpu %s: only with --device cuda (a plan for --device %s runs on this machine's cpu, probed)",
+               options->gpu, m->device);
+  if ((options->sweep_svg || options->memory_limit) && !options->sweep)
+    fsdp_fatal("%s: only with --sweep", options->sweep_svg ? "--sweep-svg" : "--memory-limit");
   if (options->cuda_arch && strcmp(m->device, "cuda") != 0)
     fsdp_fatal("--cuda-arch %s: only with --device cuda (a plan for --device %s runs no GPU kernel)",
                options->cuda_arch, m->device);
@@ -549,6 +593,11 @@ int command_options_parse(enum command command, struct command_options *o, int a
   }
   apply_model_source(&p, o, &given);
   flag_parse_free(&given);
+  if (command == COMMAND_PLAN && !o->world_size && !o->sweep)
+    fsdp_fatal("--world-size is required (see fsdp plan --help), but with --sweep");
+  if (o->sweep && (o->world_size || o->run.mesh.replicate))
+    fsdp_fatal("%s: not with --sweep, which plans each of its world sizes over the layouts",
+               o->world_size ? "--world-size" : "--mesh");
   resolve_and_check(o);
   return 0;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fsdp/cores.h"
 #include "fsdp/cli.h"
 #include "fsdp/data.h"
 #include "fsdp/error.h"
@@ -168,7 +169,7 @@ int fsdp_tokenize_main(int argc, char **argv) {
       fsdp_fatal("--document-separator and --jsonl-key: each line of a JSONL file is a document; the separator "
                  "cuts text files");
     check_output(&job);
-    if (!job.threads) job.threads = text_available_cores();
+    if (!job.threads) job.threads = available_cores();
     tokenize_files(&job);
   }
   free((char *)job.separator.bytes);

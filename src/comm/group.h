@@ -29,11 +29,18 @@ struct comm_group {
   size_t ring_workspace_bytes;
   struct comm_traffic traffic;
   struct transport *transport;
+  /* A meta group's links, and how many ranks of the whole job apart its neighbours are. */
+  struct comm_links links;
+  int stride;
 };
+
+/* A meta group of g's links whose neighbours are `stride` of g's ranks apart: a dup's (1),
+ * a mesh's shard (1) and replicate (S) groups (meta_group.c). */
+struct comm_group *meta_group_part(const struct comm_group *g, int size, int rank, int stride);
 
 /* What a collective launched on a stream needs, copied into the stream's queue. */
 struct collective {
-  enum { ALL_GATHER, REDUCE_SCATTER, ALL_REDUCE } kind;
+  enum comm_kind kind;
   struct comm_group *group;
   void *workspace; /* the ring's, for a reduce-scatter that takes it (host collectives) */
   const void *send;

@@ -13,6 +13,7 @@
 #include "fsdp/device.h"
 #include "fsdp/error.h"
 #include "fsdp/log.h"
+#include "fsdp/meta_clock.h"
 #include "fsdp/stream.h"
 #include "group.h"
 #include "mpi_call.h"
@@ -315,7 +316,7 @@ static void reduce_scatter_now(struct comm_group *g, void *workspace, const void
 
 size_t host_collective_workspace_bytes(const struct collective *c) {
   const struct comm_group *g = c->group;
-  return c->kind == REDUCE_SCATTER && use_ring(g->size, c->count, c->dtype, c->op)
+  return c->kind == COMM_REDUCE_SCATTER && use_ring(g->size, c->count, c->dtype, c->op)
              ? ring_workspace_bytes(g->size, c->count, c->dtype)
              : 0;
 }
@@ -329,7 +330,7 @@ static void *workspace_for(struct comm_group *g, struct stream *s, const struct 
 void comm_reduce_scatter(struct comm_group *g, const void *send, void *recv, size_t count,
                          enum comm_dtype dtype, enum comm_reduce_op op) {
   check_reducible(dtype, op, true, "comm_reduce_scatter");
-  struct collective c = {REDUCE_SCATTER, g, NULL, send, recv, count, dtype, op, "", NULL};
+  struct collective c = {COMM_REDUCE_SCATTER, g, NULL, send, recv, count, dtype, op, "", NULL};
   void *workspace = workspace_for(g, NULL, &c);
   if (!g->meta) reduce_scatter_now(g, workspace, send, recv, count, dtype, op);
 }
@@ -361,19 +362,8 @@ void comm_barrier(struct comm_group *g) {
   mpi_wait(&request, 1, "MPI_Ibarrier");
 }
 
-struct comm_group *comm_meta_group(struct device *meta, int size, int rank) {
-  FSDP_CHECK(size >= 1 && rank >= 0 && rank < size);
-  struct comm_group *g = fsdp_xcalloc(1, sizeof *g);
-  g->comm = MPI_COMM_NULL;
-  g->meta = 1;
-  g->size = size;
-  g->rank = rank;
-  g->device = meta;
-  return g;
-}
-
 struct comm_group *comm_group_dup(struct comm_group *g, const char *name) {
-  if (g->meta) return comm_meta_group(g->device, g->size, g->rank);
+  if (g->meta) return meta_group_part(g, g->size, g->rank, 1);
   struct comm_group *dup = fsdp_xcalloc(1, sizeof *dup);
   MPI_Comm comm;
   MPI_Request request;
@@ -399,8 +389,8 @@ void comm_mesh_init(struct comm_mesh *mesh, struct comm_group *g, int replicate,
   if (replicate < 1 || shard < 1 || replicate * shard != g->size)
     fsdp_fatal("comm_mesh_init: a mesh of %d x %d ranks does not cover a group of %d", replicate, shard, g->size);
   if (g->meta) {
-    mesh->shard = comm_meta_group(g->device, shard, g->rank % shard);
-    mesh->replicate = comm_meta_group(g->device, replicate, g->rank / shard);
+    mesh->shard = meta_group_part(g, shard, g->rank % shard, 1);
+    mesh->replicate = meta_group_part(g, replicate, g->rank / shard, shard);
     return;
   }
   /* MPI_Comm_split waits for every rank with no bound; past this barrier, which the
@@ -430,18 +420,20 @@ void comm_take_traffic(struct comm_group *g, struct comm_traffic *out) {
 
 void host_collective(const struct collective *c) {
   switch (c->kind) {
-    case ALL_GATHER: comm_all_gather(c->group, c->send, c->recv, c->count, c->dtype); break;
-    case REDUCE_SCATTER: reduce_scatter_now(c->group, c->workspace, c->send, c->recv, c->count, c->dtype, c->op); break;
-    case ALL_REDUCE: comm_all_reduce(c->group, c->recv, c->count, c->dtype, c->op); break;
+    case COMM_ALL_GATHER: comm_all_gather(c->group, c->send, c->recv, c->count, c->dtype); break;
+    case COMM_REDUCE_SCATTER:
+      reduce_scatter_now(c->group, c->workspace, c->send, c->recv, c->count, c->dtype, c->op);
+      break;
+    case COMM_ALL_REDUCE: comm_all_reduce(c->group, c->recv, c->count, c->dtype, c->op); break;
   }
 }
 
 const char *host_collective_call(const struct collective *c) {
   switch (c->kind) {
-    case ALL_GATHER: return "MPI_Iallgather";
-    case REDUCE_SCATTER:
+    case COMM_ALL_GATHER: return "MPI_Iallgather";
+    case COMM_REDUCE_SCATTER:
       return use_ring(c->group->size, c->count, c->dtype, c->op) ? "ring reduce-scatter" : "MPI_Ireduce_scatter_block";
-    case ALL_REDUCE: return "MPI_Iallreduce";
+    case COMM_ALL_REDUCE: return "MPI_Iallreduce";
   }
   fsdp_fatal("unknown collective kind %d", (int)c->kind);
 }
@@ -461,9 +453,16 @@ void host_collective_launch(struct comm_group *g, struct stream *s, const struct
 }
 
 /* Collectives on a stream run where the stream's device runs its work, carried by the
- * group's transport (transport.h); on meta, nothing. */
+ * group's transport (transport.h); on meta, nothing, charged to the stream's clock. */
 static void launch(struct comm_group *g, struct stream *s, const char *label, struct collective *c) {
-  if (g->meta || device_kind(stream_device(s)) == DEVICE_META) return;
+  if (g->meta) {
+    static const char *const KINDS[] = {[COMM_ALL_GATHER] = "all-gather", [COMM_REDUCE_SCATTER] = "reduce-scatter",
+                                        [COMM_ALL_REDUCE] = "all-reduce"};
+    double bytes = (double)(c->count * comm_dtype_size(c->dtype));
+    stream_spend(s, KINDS[c->kind], comm_meta_seconds(g, c->kind, bytes));
+    return;
+  }
+  if (device_kind(stream_device(s)) == DEVICE_META) return;
   snprintf(c->label, sizeof c->label, "%s", label);
   transport_launch(g, s, c);
 }
@@ -471,7 +470,7 @@ static void launch(struct comm_group *g, struct stream *s, const char *label, st
 void comm_all_gather_async(struct comm_group *g, struct stream *s, const char *label, const void *send,
                            void *recv, size_t count, enum comm_dtype dtype) {
   g->traffic.all_gather += ring_sent(g, (double)(count * comm_dtype_size(dtype)));
-  struct collective c = {ALL_GATHER, g, NULL, send, recv, count, dtype, COMM_SUM, "", NULL};
+  struct collective c = {COMM_ALL_GATHER, g, NULL, send, recv, count, dtype, COMM_SUM, "", NULL};
   launch(g, s, label, &c);
 }
 
@@ -479,7 +478,7 @@ void comm_reduce_scatter_async(struct comm_group *g, struct stream *s, const cha
                                void *recv, size_t count, enum comm_dtype dtype, enum comm_reduce_op op) {
   check_reducible(dtype, op, true, "comm_reduce_scatter_async"); /* now, not later on the stream's thread */
   g->traffic.reduce_scatter += ring_sent(g, (double)(count * comm_dtype_size(dtype)));
-  struct collective c = {REDUCE_SCATTER, g, NULL, send, recv, count, dtype, op, "", NULL};
+  struct collective c = {COMM_REDUCE_SCATTER, g, NULL, send, recv, count, dtype, op, "", NULL};
   /* A plan counts the workspace that a cpu stream's transport would take (the staged
    * and NCCL transports bring their own). */
   if (g->meta) workspace_for(g, s, &c);
@@ -490,7 +489,7 @@ void comm_all_reduce_async(struct comm_group *g, struct stream *s, const char *l
                            enum comm_dtype dtype, enum comm_reduce_op op) {
   check_reducible(dtype, op, false, "comm_all_reduce_async"); /* now, not later on the stream's thread */
   g->traffic.all_reduce += 2 * ring_sent(g, (double)(count * comm_dtype_size(dtype)) / g->size);
-  struct collective c = {ALL_REDUCE, g, NULL, NULL, buf, count, dtype, op, "", NULL};
+  struct collective c = {COMM_ALL_REDUCE, g, NULL, NULL, buf, count, dtype, op, "", NULL};
   launch(g, s, label, &c);
 }
 

@@ -90,20 +90,20 @@ void nccl_launch(struct nccl_comm *n, struct stream *s, const struct collective 
   check_async_error(n, c->label);
   cudaStream_t stream = stream_native_handle(s);
   ncclDataType_t type = nccl_type(c->dtype);
-  static const char *const CALLS[] = {[ALL_GATHER] = "ncclAllGather", [REDUCE_SCATTER] = "ncclReduceScatter",
-                                      [ALL_REDUCE] = "ncclAllReduce"};
+  static const char *const CALLS[] = {[COMM_ALL_GATHER] = "ncclAllGather", [COMM_REDUCE_SCATTER] = "ncclReduceScatter",
+                                      [COMM_ALL_REDUCE] = "ncclAllReduce"};
   const char *call = CALLS[c->kind];
   /* Watched from before the call, which may itself block. */
   watch_launch_on_stream(c->label, call, n->completed, ++n->launched);
   switch (c->kind) {
-    case ALL_GATHER:
+    case COMM_ALL_GATHER:
       nccl_check(ncclAllGather(c->send, c->recv, c->count, type, n->comm, stream), n->comm, call, c->label);
       break;
-    case REDUCE_SCATTER:
+    case COMM_REDUCE_SCATTER:
       nccl_check(ncclReduceScatter(c->send, c->recv, c->count, type, nccl_op(c), n->comm, stream), n->comm, call,
                  c->label);
       break;
-    case ALL_REDUCE:
+    case COMM_ALL_REDUCE:
       nccl_check(ncclAllReduce(c->recv, c->recv, c->count, type, nccl_op(c), n->comm, stream), n->comm, call,
                  c->label);
       break;

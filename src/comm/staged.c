@@ -106,8 +106,8 @@ struct staged_comm *staged_open(struct device *d) {
 /* Bytes each side of c holds: what is sent, and what is received. */
 static void sides(const struct collective *c, size_t *send_bytes, size_t *recv_bytes) {
   size_t part = c->count * comm_dtype_size(c->dtype), all = part * (size_t)c->group->size;
-  *send_bytes = c->kind == REDUCE_SCATTER ? all : part;
-  *recv_bytes = c->kind == ALL_GATHER ? all : part;
+  *send_bytes = c->kind == COMM_REDUCE_SCATTER ? all : part;
+  *recv_bytes = c->kind == COMM_ALL_GATHER ? all : part;
 }
 
 /* Grows the host buffers once every collective launched before is done with them. */
@@ -153,15 +153,15 @@ void staged_launch(struct staged_comm *t, struct stream *s, const struct collect
   j->c.workspace = t->workspace;
   j->c.recv = t->host_recv;
   /* An all-reduce is in place: its buffer goes out and comes back through host_recv. */
-  j->c.send = c->kind == ALL_REDUCE ? NULL : t->host_send;
+  j->c.send = c->kind == COMM_ALL_REDUCE ? NULL : t->host_send;
   j->c.watch = watch_launch(c->label, host_collective_call(c));
   uint32_t seq = j->seq = ++t->launched;
   /* Queued before the stream's wait, which on a host stream blocks the caller; the
    * worker owns j from here. */
   enqueue(t, j);
 
-  device_copy_to_host(s, c->kind == ALL_REDUCE ? t->host_recv : t->host_send,
-                      c->kind == ALL_REDUCE ? c->recv : c->send, send_bytes);
+  device_copy_to_host(s, c->kind == COMM_ALL_REDUCE ? t->host_recv : t->host_send,
+                      c->kind == COMM_ALL_REDUCE ? c->recv : c->send, send_bytes);
   stream_write_word(s, t->copied_in, seq);
   stream_wait_word(s, t->done, seq);
   device_copy_to_device(s, c->recv, t->host_recv, recv_bytes);

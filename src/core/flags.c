@@ -99,6 +99,20 @@ static uint64_t parse_size(const struct flag_parser *p, const char *flag, const 
   usage_error(p, "%s: '%s' is not a size (BYTES, or a number with KB, MB, GB, KiB, MiB or GiB)", flag, text);
 }
 
+double flag_quantity(const char *flag, const char *text, const struct flag_unit *units, size_t n, const char *form) {
+  char *end;
+  double v = starts_like_number(text) ? strtod(text, &end) : 0;
+  if (!starts_like_number(text) || end == text)
+    usage_error(NULL, "%s: '%s' is not a number with a unit (%s)", flag, text, form);
+  if (!*end) usage_error(NULL, "%s: '%s' has no unit (%s)", flag, text, form);
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(end, units[i].suffix) == 0) {
+      if (!(v > 0) || !isfinite(v * units[i].scale)) usage_error(NULL, "%s: '%s' must be positive", flag, text);
+      return v * units[i].scale;
+    }
+  usage_error(NULL, "%s: '%s': unknown unit '%s' (%s)", flag, text, end, form);
+}
+
 int flag_name_index(const char *const *names, size_t n, const char *text) {
   for (size_t i = 0; i < n; i++)
     if (strcmp(text, names[i]) == 0) return (int)i;

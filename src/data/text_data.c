@@ -3,6 +3,7 @@
  * are those of `fsdp tokenize --tokenizer T --output X.bin FILE` after the header. */
 #include <stdlib.h>
 
+#include "fsdp/cores.h"
 #include "fsdp/data.h"
 #include "fsdp/error.h"
 #include "fsdp/text.h"
@@ -16,7 +17,7 @@ void token_data_tokenize(struct token_data *d, const char *path, const char *tok
   if (n_vocab > vocab_size)
     fsdp_fatal("--tokenizer '%s' has %d tokens, more than the model's vocab size %d (--vocab-size)", tokenizer,
                n_vocab, vocab_size);
-  struct text_encoder *e = text_encoder_create(t, text_available_cores(), 0);
+  struct text_encoder *e = text_encoder_create(t, available_cores(), 0);
   struct token_vec ids = {0};
   struct text_stream *s = text_stream_create(e, 0, text_tokenizer_document_token(t), collect, &ids);
   text_input_file(s, "--data", path, NULL, NULL);

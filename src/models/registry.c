@@ -30,10 +30,11 @@ static const struct model_preset PRESETS[] = {
     GPT2("gpt2-large", 36, 20, 1280, 50257, 1024),
     GPT2("gpt2-xl", 48, 25, 1600, 50257, 1024),
     /* torchtitan's debug model (its RoPE scaled as its default, factor 8), Llama 3.2 1B
-     * (tied) and Llama 3.1 8B. */
+     * (tied), Llama 3.1 8B and 70B (for plans: 70B's training state is a cluster's). */
     LLAMA3("llama3-debug", 6, 16, 16, 256, 768, 2048, 2048, 8.0f, 0),
     LLAMA3("llama3-1b", 16, 32, 8, 2048, 8192, 128256, 8192, 32.0f, 1),
     LLAMA3("llama3-8b", 32, 32, 8, 4096, 14336, 128256, 8192, 8.0f, 0),
+    LLAMA3("llama3-70b", 80, 64, 8, 8192, 28672, 128256, 8192, 8.0f, 0),
 };
 enum { NUM_PRESETS = sizeof PRESETS / sizeof PRESETS[0] };
 

@@ -1,12 +1,15 @@
 /* The one entry point of every op: find the device's backend, pack the arguments, check
  * them against the op's contract (contract.h), launch them on the context's stream. A meta
  * device plans for a real one, so its contracts, scratch sizes and compute dtype are the
- * real backend's, and its launches are dropped (stream_launch). */
+ * real backend's, its launches are dropped (stream_launch), and its stream is charged what
+ * the op would take there (cost.h, fsdp/meta_clock.h). */
 #include "fsdp/nn.h"
 
 #include "contract.h"
+#include "cost.h"
 #include "fsdp/device.h"
 #include "fsdp/error.h"
+#include "fsdp/meta_clock.h"
 #include "ops.h"
 
 static const struct nn_backend *backend_for(enum device_kind kind) {
@@ -36,6 +39,8 @@ static void launch(const struct nn_ctx *c, const struct op_contract *contract, n
   if (!kernel)
     fsdp_fatal("nn: kernel %s is not implemented on device %s%s", contract->name, b->name,
                device_computes(c->device) ? "" : " (which this meta device plans for)");
+  if (!device_computes(c->device))
+    stream_spend(c->stream, contract->name, op_seconds(contract, args, meta_clock_speed(c->device)));
   launching = c->stream;
   stream_launch(c->stream, contract->name, kernel, args, bytes);
   launching = NULL;

@@ -7,9 +7,7 @@
  * again on the joining thread. Parts start after a newline before a letter, where
  * GPT-2's and Llama 3's patterns always end a piece, so the first guess is almost always
  * right; the ids never depend on it. */
-#define _GNU_SOURCE /* sched_getaffinity */
 #include <pthread.h>
-#include <sched.h>
 #include <setjmp.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -39,13 +37,6 @@ void token_vec_append(struct token_vec *v, const uint32_t *ids, size_t n) {
 void token_vec_free(struct token_vec *v) {
   free(v->ids);
   memset(v, 0, sizeof *v);
-}
-
-int text_available_cores(void) {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-  int n = CPU_COUNT(&set);
-  return n > 0 ? n : 1;
 }
 
 struct worker {

@@ -20,6 +20,7 @@ FILE *metrics_open_log(const char *path, int append) {
 static void write_json_line(FILE *log, const char *log_path, const struct step_metrics *m) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddNumberToObject(o, "step", m->step);
+  cJSON_AddNumberToObject(o, "world_size", m->world_size);
   cJSON_AddNumberToObject(o, "epoch", (double)m->epoch);
   cJSON_AddNumberToObject(o, "loss", m->loss);
   cJSON_AddNumberToObject(o, "grad_norm", m->grad_norm);
@@ -30,6 +31,7 @@ static void write_json_line(FILE *log, const char *log_path, const struct step_m
   cJSON_AddNumberToObject(o, "gflops", m->gflops);
   cJSON_AddNumberToObject(o, "tflops", m->gflops / 1e3);
   if (!isnan(m->mfu)) cJSON_AddNumberToObject(o, "mfu", m->mfu);
+  if (m->threads_per_rank) cJSON_AddNumberToObject(o, "threads_per_rank", m->threads_per_rank);
   if (!isnan(m->comm_ms)) { /* the cuda streams are not timed yet */
     cJSON_AddNumberToObject(o, "comm_ms", m->comm_ms);
     cJSON_AddNumberToObject(o, "all_gather_ms", m->all_gather_ms);

@@ -13,6 +13,8 @@
 
 struct step_metrics {
   int step, steps;
+  int world_size;
+  int threads_per_rank;      /* on the cpu, each rank's OpenMP threads; else 0 */
   double loss, grad_norm, lr, step_ms, tokens_per_s;
   double data_ms;            /* this rank's time reading the step's windows (data_loader.c), within step_ms */
   double gflops, mfu;        /* the step's model FLOPs (all ranks) per second, over the peak (NAN: unknown) */

@@ -10,6 +10,7 @@
 #include "fsdp/device.h"
 #include "fsdp/error.h"
 #include "fsdp/log.h"
+#include "fsdp/meta_clock.h"
 #include "fsdp/nn.h"
 #include "fsdp/stream.h"
 #include "fsdp/timer.h"
@@ -183,12 +184,15 @@ static long minor_faults_so_far(void) {
   return getrusage(RUSAGE_SELF, &usage) == 0 ? usage.ru_minflt : 0;
 }
 
+/* A planned step's time is the meta device's clock (fsdp/meta_clock.h). */
+static double step_clock_ms(const struct trainer *t) { return t->planning ? meta_clock_now() * 1e3 : time_now_ms(); }
+
 void trainer_step(struct trainer *t, int step, struct step_metrics *m) {
   const struct train_config *o = &t->cfg;
   struct fsdp_comm_times comm;
   fsdp_model_take_comm_times(&t->fsdp, &comm); /* starts the step's count */
   long faults = minor_faults_so_far();
-  double start = time_now_ms();
+  double start = step_clock_ms(t);
   device_reset_peaks(t->device);
   if (t->device != device_cpu()) device_reset_peaks(device_cpu());
   float lr = lr_at(&t->schedule, step - 1);
@@ -205,7 +209,7 @@ void trainer_step(struct trainer *t, int step, struct step_metrics *m) {
   /* The step's wait for the device: its loss and its norm, once the optimizer is launched. */
   double loss = o->model.family->take_loss(t->model);
   double norm = fsdp_model_measured_grad_norm(&t->fsdp) * unscale;
-  double step_ms = time_now_ms() - start;
+  double step_ms = step_clock_ms(t) - start;
   m->minor_faults = minor_faults_so_far() - faults;
   fsdp_model_take_comm_times(&t->fsdp, &comm);
 
@@ -225,6 +229,8 @@ void trainer_step(struct trainer *t, int step, struct step_metrics *m) {
   m->exposed_comm_ms = comm.exposed_ms;
   m->step = step;
   m->steps = o->steps;
+  m->world_size = t->world_size;
+  m->threads_per_rank = t->device == device_cpu() ? nn_num_threads() : 0;
   m->grad_norm = norm;
   m->lr = lr;
   m->step_ms = step_ms;
