@@ -199,7 +199,7 @@ struct step_time {
 
 /* Two steps of the very training `fsdp train` runs, on the meta device over a meta group
  * of world_size ranks: every allocation made and counted, no byte touched, each launch
- * charged what it takes on machine (NULL: nothing, no time). The second step's (it starts
+ * charged what it takes on machine. The second step's (it starts
  * with what the first one's optimizer prefetched, as every later step). */
 struct step_plan {
   struct mem_stats mem;  /* the device's, per rank */

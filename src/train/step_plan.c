@@ -11,9 +11,9 @@ void plan_step(const struct train_config *c, int world_size, const struct plan_m
                struct step_plan *out) {
   memset(out, 0, sizeof *out);
   enum device_kind target = (enum device_kind)device_kind_parse(c->model.device);
-  struct device_speed speed = {0}, host = {0};
-  struct comm_links links = {.ranks_per_node = 1};
-  if (machine) plan_machine_speed(machine, &speed, &host, &links);
+  struct device_speed speed, host;
+  struct comm_links links;
+  plan_machine_speed(machine, &speed, &host, &links);
   meta_clock_set_speed(target, &speed);
   if (target == DEVICE_CUDA) meta_clock_set_speed(DEVICE_CPU, &host);
   struct device *meta = device_open(DEVICE_META, target);
@@ -21,7 +21,7 @@ void plan_step(const struct train_config *c, int world_size, const struct plan_m
   comm_meta_set_links(group, &links);
   struct trainer t;
   trainer_setup(&t, c, meta, group, 1);
-  t.peak_gflops = machine ? machine->peak_flops * world_size / 1e9 : 0.0;
+  t.peak_gflops = machine->peak_flops * world_size / 1e9;
   out->B = t.B;
   out->numel = fsdp_model_numel(&t.fsdp);
   out->n_units = t.fsdp.n_units;
