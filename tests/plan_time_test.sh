@@ -6,7 +6,8 @@
 #              exposes most of what it sends;
 #   calibrate  a log of a run (made up here: the model is checked, not this machine) is
 #              met by the plan at the log's world size after --calibrate: its step
-#              within 1%, its exposed communication within 5%;
+#              within 1%, its exposed communication within 5%; a second log, of a run
+#              across machines, fits the latency between them;
 #   sweep      --sweep ranks each world size's layouts by tokens/s and draws an SVG.
 # Timing this machine's real runs is bench/plan_time.sh's: a test never times.
 # Usage: plan_time_test.sh path/to/fsdp
@@ -81,6 +82,33 @@ assert abs(after["step_ms"] / step - 1) <= 0.01, (after["step_ms"], step)
 assert abs(after["exposed_comm_ms"] / exposed - 1) <= 0.05, (after["exposed_comm_ms"], exposed)
 assert after["machine"]["compute_scale"] < 1, after["machine"]
 ' "$tmp/w2.json" "$tmp/cal.json"
+# Then a log of world size 4 on two machines of two ranks, its exposed communication
+# three times the plan's there: the ring step's latency between the machines is fitted,
+# the links within a machine keep the first log's scale.
+plan "$tmp/w4-nodes.json" --world-size 4 --ranks-per-node 2 --calibrate "$tmp/run.jsonl"
+python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))["time"]
+with open(sys.argv[2], "w") as f:
+    for step in range(1, 9):
+        f.write(json.dumps({"step": step, "world_size": 4, "threads_per_rank": 1,
+                            "step_ms": t["step_ms"] + 2 * t["exposed_comm_ms"],
+                            "exposed_comm_ms": 3 * t["exposed_comm_ms"], "comm_ms": t["step_ms"]}) + "\n")
+' "$tmp/w4-nodes.json" "$tmp/nodes.jsonl"
+plan "$tmp/cal-nodes.json" --world-size 4 --ranks-per-node 2 --calibrate "$tmp/run.jsonl" --calibrate "$tmp/nodes.jsonl"
+py "calibrate across machines" '
+import json, sys
+before, after = json.load(open(sys.argv[1]))["time"], json.load(open(sys.argv[2]))["time"]
+fits = [line.split("links within a machine at ")[1].split(" x")[0]
+        for line in open(sys.argv[3]) if "calibrate: " in line]
+exposed = 3 * before["exposed_comm_ms"]
+assert abs(after["exposed_comm_ms"] / exposed - 1) <= 0.05, (after["exposed_comm_ms"], exposed)
+step = before["step_ms"] + 2 * before["exposed_comm_ms"]
+assert abs(after["step_ms"] / step - 1) <= 0.02, (after["step_ms"], step)
+m = after["machine"]
+assert m["inter_latency_s"] > before["machine"]["inter_latency_s"], (m, before["machine"])
+assert len(fits) == 2 and fits[0] == fits[1], fits
+' "$tmp/w4-nodes.json" "$tmp/cal-nodes.json" "$tmp/err"
 printf '{"step":3,"world_size":2,"threads_per_rank":2,"step_ms":5}\n' > "$tmp/threads.jsonl"
 if "$FSDP" plan $MODEL --world-size 2 --calibrate "$tmp/threads.jsonl" > /dev/null 2> "$tmp/err" ||
   ! grep -q "its ranks ran 2 OpenMP threads each, this plan's 1: plan with OMP_NUM_THREADS=2" "$tmp/err"; then

@@ -31,12 +31,12 @@ struct command_options {
   int ranks_per_node;         /* consecutive ranks a machine; 0: 8 on cuda (at most W), else S of --mesh */
   int nics_per_node;          /* a machine's NICs; 0: the machine's (one a GPU, one a CPU machine) */
   const char *gpu;            /* the GPU a cuda plan times the step on (plan_machine_gpu), or NULL */
-  struct plan_link_flags {
-    const char *given[4];     /* each --link, in order: a later one for the same link wins */
+  struct repeated_flag {
+    const char *given[4];     /* each time the flag was given, in order */
     int n;
-  } links;
+  } links,                    /* --link: a later one for the same link wins */
+      calibrate;              /* --calibrate: `fsdp train --log`s to fit the machine to, in order */
   const char *efficiency;     /* --efficiency CLASS=FRACTION,..., or NULL */
-  const char *calibrate;      /* a `fsdp train --log` to fit the machine's rates to, or NULL */
   const char *sweep;          /* the world sizes of --sweep, or NULL: one plan */
   const char *sweep_svg;      /* where --sweep draws its picture, or NULL */
   uint64_t memory_limit;      /* a rank's device memory in a sweep; 0: the GPU's */

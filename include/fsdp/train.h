@@ -165,7 +165,7 @@ struct plan_machine {
   struct plan_efficiency efficiency;
   struct comm_links links;        /* line rates; ranks_per_node consecutive ranks a machine */
   char intra_name[PLAN_NAME_MAX], inter_name[PLAN_NAME_MAX]; /* their presets, or the figures given */
-  double compute_scale, intra_scale, inter_scale;
+  double compute_scale, intra_scale;
 };
 /* A GPU by name, with figures after it that change the preset's: NAME[,memory=SIZE]
  * [,hbm=RATE][,host=RATE] (--gpu); its links are its platform's, a NIC a GPU. */
@@ -214,11 +214,13 @@ void plan_step(const struct train_config *c, int world_size, const struct plan_m
 
 /* ---- plan_calibrate.c: `fsdp plan --calibrate` ---- */
 
-/* Fits m's scales to a run of c logged by `fsdp train --log`: its median step after the
- * first two, planned at its world size on m, takes the log's time outside the exposed
- * communication (compute_scale), and exposes as much communication as the log's (the
- * links' scale: intra_scale for a run on one machine, both for one across machines).
- * Says what it read and fitted on stderr. Bad input ends the job naming the file. */
+/* Fits m to a run of c logged by `fsdp train --log`: its median step after the first two,
+ * planned at its world size on m, takes the log's time outside the exposed communication
+ * (compute_scale), and exposes as much communication as the log's (intra_scale for a run
+ * on one machine; for a run across machines, the latency of a ring step between them).
+ * Logs fitted one after another (a run on one machine, then one across) each keep what
+ * the one before fitted but compute_scale. Says what it read and fitted on stderr. Bad
+ * input ends the job naming the file. */
 void plan_calibrate(const struct train_config *c, struct plan_machine *m, const char *log_path);
 
 #endif

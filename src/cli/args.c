@@ -64,14 +64,13 @@ static void parse_cuda_arch(void *field, const char *flag, const char *v) {
   *(const char **)field = arch->name;
 }
 
-/* none, full, or every:K (K >= 1): how many blocks activation checkpointing covers. */
-static void parse_link(void *field, const char *flag, const char *v) {
-  struct plan_link_flags *links = field;
-  if (links->n == (int)(sizeof links->given / sizeof links->given[0]))
-    fsdp_fatal("%s: given more than %d times", flag, links->n);
-  links->given[links->n++] = v;
+static void parse_repeated(void *field, const char *flag, const char *v) {
+  struct repeated_flag *r = field;
+  if (r->n == (int)(sizeof r->given / sizeof r->given[0])) fsdp_fatal("%s: given more than %d times", flag, r->n);
+  r->given[r->n++] = v;
 }
 
+/* none, full, or every:K (K >= 1): how many blocks activation checkpointing covers. */
 static void parse_ac(void *field, const char *flag, const char *text) {
   static const char *const WHOLE[] = {"none", "full"}; /* every 0th block (none), every block */
   int *every = field;
@@ -202,7 +201,7 @@ static const struct flag FLAGS[] = {
              "h100-nvl, h200, b200, l40s: the datasheet's dense bf16 peak, HBM bandwidth and memory, and its "
              "platform's links), with figures that change the preset's"},
     {PLAN_ONLY, "--link", PLAN, "intra=LINK|inter=LINK", FLAG_NOTE("the GPU's platform's; on the cpu loopback and "
-     "ethernet-25g"), CUSTOM(links, parse_link),
+     "ethernet-25g"), CUSTOM(links, parse_repeated),
      .help = "a link of the rings, within a machine (intra) or between machines (inter): a preset (nvlink3, nvlink4, "
              "nvlink5, pcie4, pcie5, ib-hdr200, ib-ndr400, roce-200, roce-400, ethernet-25g, ethernet-100g, "
              "loopback) or RATE[,LATENCY] one rank sends one way, such as 50GB/s,5us or 400Gb/s; given once for "
@@ -212,9 +211,10 @@ static const struct flag FLAGS[] = {
      TEXT(efficiency),
      .help = "the share of the peak each class of work reaches: matmul (the products), attention (its products), "
              "memory (the ops that stream their operands, of the bandwidth), link (the rings, of the line rate)"},
-    {PLAN_ONLY, "--calibrate", PLAN, "LOG", FLAG_NOTE("none"), TEXT(calibrate),
+    {PLAN_ONLY, "--calibrate", PLAN, "LOG", FLAG_NOTE("none"), CUSTOM(calibrate, parse_repeated),
      .help = "a `fsdp train --log` of this configuration (at any world size): the compute and the links are "
-             "scaled to what its steps took"},
+             "fitted to what its steps took (on one machine: the links within it; across machines: a ring step's "
+             "latency between them); given again, each log in turn"},
     {PLAN_ONLY, "--sweep", PLAN, "W1:W2|W,W,...", FLAG_NOTE("none: one plan at --world-size"), TEXT(sweep),
      .help = "plan the job at each world size (W1:W2: the powers of two from W1 to W2) over the sharding "
              "strategies, HSDP's shard sizes, --batch-size and twice it, activation checkpointing off and on, and "

@@ -144,15 +144,13 @@ static void plan_machine(const struct command_options *o, struct plan_machine *m
   for (int i = 0; i < o->links.n; i++) plan_machine_link(m, o->links.given[i]);
   if (o->nics_per_node) m->links.nics_per_node = o->nics_per_node;
   if (o->efficiency) plan_machine_efficiency(m, o->efficiency);
-  if (o->calibrate) {
-    /* The logged run's ranks were on as few machines as they could be (plan_calibrate). */
-    struct plan_machine per_node = *m;
-    per_node.links.ranks_per_node = o->ranks_per_node ? o->ranks_per_node : is_cuda(&o->run) ? 8 : 1 << 20;
-    plan_calibrate(&o->run, &per_node, o->calibrate);
-    m->compute_scale = per_node.compute_scale;
-    m->intra_scale = per_node.intra_scale;
-    m->inter_scale = per_node.inter_scale;
-  }
+  /* A logged run's ranks were on as few machines as they could be (plan_calibrate). */
+  struct plan_machine per_node = *m;
+  per_node.links.ranks_per_node = o->ranks_per_node ? o->ranks_per_node : is_cuda(&o->run) ? 8 : 1 << 20;
+  for (int i = 0; i < o->calibrate.n; i++) plan_calibrate(&o->run, &per_node, o->calibrate.given[i]);
+  m->compute_scale = per_node.compute_scale;
+  m->intra_scale = per_node.intra_scale;
+  m->links.inter.latency_s = per_node.links.inter.latency_s;
 }
 
 static double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
@@ -266,9 +264,9 @@ static void print_machine(const struct plan_machine *m) {
          "ranks and %s; rings at %.2f of the line rate\n",
          m->intra_name, m->links.intra.bytes_per_s / 1e9, m->links.intra.latency_s * 1e6, m->inter_name,
          m->links.inter.bytes_per_s / 1e9, m->links.inter.latency_s * 1e6, m->links.ranks_per_node, nics, e->link);
-  if (m->compute_scale != 1.0 || m->intra_scale != 1.0 || m->inter_scale != 1.0)
-    printf("      calibrated: compute at %.3f x these rates, links within a machine at %.3g x, between at %.3g x\n",
-           m->compute_scale, m->intra_scale, m->inter_scale);
+  if (m->compute_scale != 1.0 || m->intra_scale != 1.0)
+    printf("      calibrated: compute at %.3f x these rates, links within a machine at %.3g x\n", m->compute_scale,
+           m->intra_scale);
 }
 
 static int by_seconds(const void *a, const void *b) {
@@ -342,7 +340,6 @@ static void add_time_json(cJSON *j, const struct plan *p) {
   cJSON_AddNumberToObject(e, "link", m->efficiency.link);
   cJSON_AddNumberToObject(machine, "compute_scale", m->compute_scale);
   cJSON_AddNumberToObject(machine, "intra_scale", m->intra_scale);
-  cJSON_AddNumberToObject(machine, "inter_scale", m->inter_scale);
   cJSON_AddNumberToObject(time, "step_ms", t->step_ms);
   cJSON_AddNumberToObject(time, "tokens_per_s", t->tokens_per_s);
   cJSON_AddNumberToObject(time, "tokens_per_s_per_rank", t->tokens_per_s / p->world_size);

@@ -86,25 +86,28 @@ static void read_log(const char *path, struct logged_run *run) {
 /* The compute a step takes outside its exposed communication. */
 static double compute_ms(const struct step_time *t) { return t->step_ms - t->exposed_ms; }
 
-/* The links' scale at which the plan at the log's world size exposes as much communication
- * as the log: a search over 10^-4 .. 10^2 (exposure falls as the links speed up). Busy time
- * is no measure of the links on a CPU: a collective's stream is busy while it waits for the
- * rank that is late, and the ranks' threads share the cores. */
+/* What makes the plan at the log's world size expose as much communication as the log.
+ * For a run on one machine, the scale of the links within it, searched over 10^-4 .. 10^2:
+ * a collective's busy time is no measure of them on a CPU, where its stream waits in it
+ * for the late rank and the ranks' threads share the cores. For a run across machines, a
+ * ring step's latency between them, searched over 100 ns .. 100 ms: the transport's cost a
+ * message (TCP's stack on busy cores is far above a wire's latency), the rate staying the
+ * platform's figure. Exposure falls as the links speed up and grows with the latency. */
 static void fit_links(const struct train_config *c, struct plan_machine *m, int world_size, double exposed_ms,
                       struct step_plan *p) {
   int across = world_size > m->links.ranks_per_node;
-  double slow = -4, fast = 2;
-  for (int i = 0; i < 14; i++) {
-    m->intra_scale = pow(10, (slow + fast) / 2);
-    if (across) m->inter_scale = m->intra_scale;
+  double *knob = across ? &m->links.inter.latency_s : &m->intra_scale;
+  double low = across ? -7 : -4, high = across ? -1 : 2; /* powers of ten */
+  for (int i = 0; i < 16; i++) {
+    *knob = pow(10, (low + high) / 2);
     plan_step(c, world_size, m, p);
-    if (p->time.exposed_ms > exposed_ms)
-      slow = (slow + fast) / 2;
+    int too_much = p->time.exposed_ms > exposed_ms;
+    if (too_much == across)
+      high = (low + high) / 2;
     else
-      fast = (slow + fast) / 2;
+      low = (low + high) / 2;
   }
-  m->intra_scale = pow(10, (slow + fast) / 2);
-  if (across) m->inter_scale = m->intra_scale;
+  *knob = pow(10, (low + high) / 2);
 }
 
 void plan_calibrate(const struct train_config *c, struct plan_machine *m, const char *log_path) {
@@ -125,7 +128,6 @@ void plan_calibrate(const struct train_config *c, struct plan_machine *m, const 
   if (c->mesh.replicate * c->mesh.shard != run.world_size) logged.mesh = (struct mesh_shape){0, 0};
   struct plan_machine at_log = *m;
   if (at_log.links.ranks_per_node > run.world_size) at_log.links.ranks_per_node = run.world_size;
-  at_log.compute_scale = at_log.intra_scale = at_log.inter_scale = 1.0;
   struct step_plan *p = fsdp_xmalloc(sizeof *p);
   /* Faster compute hides more of the collectives, slower links expose more of them: a few
    * rounds settle the two. */
@@ -139,9 +141,10 @@ void plan_calibrate(const struct train_config *c, struct plan_machine *m, const 
   free(p);
   m->compute_scale = at_log.compute_scale;
   m->intra_scale = at_log.intra_scale;
-  m->inter_scale = at_log.inter_scale;
+  m->links.inter.latency_s = at_log.links.inter.latency_s;
   fsdp_log_info("calibrate: %s: %d steps of world size %d, median step %.3f ms (%.3f exposed communication): "
-                "compute at %.3f x the machine's rates, links within a machine at %.3g x, between machines at %.3g x",
+                "compute at %.3f x the machine's rates, links within a machine at %.3g x, a ring step between "
+                "machines %.3g us",
                 log_path, run.steps, run.world_size, run.step_ms, run.exposed_ms, m->compute_scale, m->intra_scale,
-                m->inter_scale);
+                m->links.inter.latency_s * 1e6);
 }

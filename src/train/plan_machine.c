@@ -197,7 +197,7 @@ void plan_machine_gpu(struct plan_machine *m, const char *spec) {
   m->launch_s = GPU_LAUNCH_S;
   m->op_s = GPU_OP_S;
   m->efficiency = (struct plan_efficiency){g->matmul, g->attention, GPU_MEMORY_EFFICIENCY, GPU_LINK_EFFICIENCY};
-  m->compute_scale = m->intra_scale = m->inter_scale = 1.0;
+  m->compute_scale = m->intra_scale = 1.0;
   m->links.ranks_per_node = 8;
   set_link_preset(&m->links.intra, m->intra_name, link_preset(g->intra));
   set_link_preset(&m->links.inter, m->inter_name, link_preset(g->inter));
@@ -260,7 +260,7 @@ void plan_machine_cpu(struct plan_machine *m, enum dtype compute_dtype) {
   m->launch_s = CPU_LAUNCH_S;
   m->op_s = CPU_OP_S;
   m->efficiency = CPU_EFFICIENCY;
-  m->compute_scale = m->intra_scale = m->inter_scale = 1.0;
+  m->compute_scale = m->intra_scale = 1.0;
   m->links.ranks_per_node = m->links.nics_per_node = 1;
   set_link_preset(&m->links.intra, m->intra_name, link_preset("loopback"));
   set_link_preset(&m->links.inter, m->inter_name, link_preset("ethernet-25g"));
@@ -279,5 +279,5 @@ void plan_machine_speed(const struct plan_machine *m, struct device_speed *devic
   *host = (struct device_speed){0, 0, m->host_memory_bytes_per_s, m->host_memory_bytes_per_s / 2, 0, CPU_OP_S};
   *links = m->links;
   links->intra.bytes_per_s *= e->link * m->intra_scale;
-  links->inter.bytes_per_s *= e->link * m->inter_scale;
+  links->inter.bytes_per_s *= e->link;
 }
