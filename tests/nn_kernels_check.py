@@ -159,6 +159,24 @@ def check_gelu(c, kernel):
     ])
 
 
+def check_gelu_tail(c, kernel):
+    """Relative errors of 1e-5 where GELU's value is 1e-15 and smaller: x sigmoid(2u), which
+    is 0.5 x (1 + tanh u) without its cancellation (in float64 too, below x = -6)."""
+    r = c.group(kernel)
+    x = leaf(r["inp"])
+    out = x * torch.sigmoid(2 * math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3))
+    (dx,) = grads(out, torch.ones_like(x), (x,))
+    bad = []
+    for name, got, want in (("out", r["out"], out.detach()), ("dinp", r["dinp"], dx)):
+        rel = ((got - want).abs() / want.abs()).max().item()
+        if rel > 1e-5:
+            bad.append("%s: relative error %.3g, above 1e-5" % (name, rel))
+    print("kernel %s: %s" % (kernel, "FAIL" if bad else "ok"))
+    for line in bad:
+        print("    MISMATCH " + line)
+        c.failures.append("%s: %s" % (kernel, line))
+
+
 def check_classifier(c, kernel):
     r = c.group(kernel)
     V = int(r["vocab"].item())
@@ -311,6 +329,7 @@ def main():
         lambda: check_attention(c, "attention_set"),
         lambda: check_gelu(c, "gelu"),
         lambda: check_gelu(c, "gelu_set"),
+        lambda: check_gelu_tail(c, "gelu_tail"),
         lambda: check_classifier(c, "classifier"),
         lambda: check_classifier(c, "classifier_padded"),
         lambda: check_rmsnorm(c, "rmsnorm"),

@@ -180,6 +180,21 @@ static void test_gelu(const char *kernel, int N, enum nn_grad mode) {
   free(inp), free(out), free(dout), free(dinp0), free(dinp);
 }
 
+/* GELU's negative tail, x from -8 to -1, where 1 + tanh u cancels: the check holds the
+ * output and the gradient to a relative error, not an absolute one. */
+static void test_gelu_tail(const char *kernel, int N) {
+  char name[64];
+  float *inp = fsdp_xmalloc((size_t)N * sizeof *inp), *out = fsdp_xmalloc((size_t)N * sizeof *out);
+  float *dout = fsdp_xmalloc((size_t)N * sizeof *dout), *dinp = fsdp_xmalloc((size_t)N * sizeof *dinp);
+  for (int i = 0; i < N; i++) inp[i] = -8.0f + 7.0f * (float)i / (float)(N - 1), dout[i] = 1.0f;
+  nn_gelu_forward(&cpu, f1(out, N), f1(inp, N));
+  nn_gelu_backward(&cpu, f1(dinp, N), NN_GRAD_SET, f1(inp, N), f1(dout, N));
+  W(inp, DIMS(N));
+  W(out, DIMS(N));
+  W(dinp, DIMS(N));
+  free(inp), free(out), free(dout), free(dinp);
+}
+
 /* The fused classifier on rows of Vp logits whose last Vp - V columns are padding, set
  * far above the rest (were they in the softmax, they would take all of it): the losses
  * alone (the model's forward), dlogits into another buffer, and both in place (the
@@ -373,6 +388,7 @@ int main(int argc, char **argv) {
   test_attention("attention_set", 2, 150, 32, 2, NN_GRAD_SET);
   test_gelu("gelu", B * T * 4 * C, NN_GRAD_ADD);
   test_gelu("gelu_set", B * T * 4 * C, NN_GRAD_SET);
+  test_gelu_tail("gelu_tail", 701);
   test_classifier("classifier", B * T, V, V);
   test_classifier("classifier_padded", B * T, V - 5, V + 3);
   /* 131 columns: three blocks of the weight gradient, the last one short. An offset of

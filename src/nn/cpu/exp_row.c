@@ -1,35 +1,32 @@
-/* exp_row.h. exp(x) = 2^k exp(r): k = x log2(e) rounded to the nearest integer, r = x - k
- * ln 2 (ln 2 in two parts, so that r is exact to fp32's precision), |r| <= ln(2) / 2,
- * exp(r) = 1 + r + r^2 P(r) with Cephes' degree-5 P, and 2^k applied by scalef (AVX-512),
- * two exact products by powers of two (AVX2) or ldexpf (the scalar twin). Below -87 the result is 0 rather than a subnormal (under 2^-126): a weight
- * that small moves no fp32 sum of the row's, and the bf16 products read subnormals as 0
- * anyway (vdpbf16ps). Above 89 it is infinity; NaN stays NaN. Each step is one fp32
- * operation, fused multiply-adds where written: the twins' results are the same bits. */
+/* exp_row.h, on exp_fp32.h's exp, 2^k applied by scalef (AVX-512), two exact products by
+ * powers of two (AVX2) or ldexpf (the scalar twin). Below -87 the result is 0 rather than
+ * a subnormal (under 2^-126): a weight that small moves no fp32 sum of the row's, and the
+ * bf16 products read subnormals as 0 anyway (vdpbf16ps). Above 89 it is infinity; NaN
+ * stays NaN. Each step is one fp32 operation, fused multiply-adds where written: the
+ * twins' results are the same bits. */
 #include "exp_row.h"
 
 #include <math.h>
 
+#include "exp_fp32.h"
 #include "fsdp/simd.h"
 #if defined(__x86_64__)
 #include "avx2.h"
 #include "avx512.h"
 #endif
 
-static const float LOG2E = 1.44269504088896341f, LN2_HI = 0.693359375f, LN2_LO = -2.12194440e-4f;
 static const float LOWEST = -87.0f, HIGHEST = 89.0f;
-static const float P[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
-                           4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
 enum { LANES = 16 };
 
 static float exp_scalar(float x) {
   if (x < LOWEST) return 0.0f;
   x = x > HIGHEST ? HIGHEST : x;
   if (isnan(x)) return x;
-  float k = nearbyintf(x * LOG2E);
-  float r = fmaf(k, -LN2_HI, x);
-  r = fmaf(k, -LN2_LO, r);
-  float p = P[0];
-  for (int i = 1; i < 6; i++) p = fmaf(p, r, P[i]);
+  float k = nearbyintf(x * EXP_LOG2E);
+  float r = fmaf(k, -EXP_LN2_HI, x);
+  r = fmaf(k, -EXP_LN2_LO, r);
+  float p = EXP_P[0];
+  for (int i = 1; i < 6; i++) p = fmaf(p, r, EXP_P[i]);
   float y = fmaf(p, r * r, r) + 1.0f;
   return ldexpf(y, (int)k);
 }
@@ -58,11 +55,11 @@ AVX512 static __m512 exp_avx512(__m512 x) {
   x = _mm512_max_ps(_mm512_set1_ps(LOWEST), x);
   x = _mm512_min_ps(_mm512_set1_ps(HIGHEST), x);
   __m512 k =
-      _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fmadd_ps(k, _mm512_set1_ps(-LN2_HI), x);
-  r = _mm512_fmadd_ps(k, _mm512_set1_ps(-LN2_LO), r);
-  __m512 p = _mm512_set1_ps(P[0]);
-  for (int i = 1; i < 6; i++) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(P[i]));
+      _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(EXP_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fmadd_ps(k, _mm512_set1_ps(-EXP_LN2_HI), x);
+  r = _mm512_fmadd_ps(k, _mm512_set1_ps(-EXP_LN2_LO), r);
+  __m512 p = _mm512_set1_ps(EXP_P[0]);
+  for (int i = 1; i < 6; i++) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P[i]));
   __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
   return _mm512_maskz_mov_ps(~underflows, _mm512_scalef_ps(y, k));
 }
@@ -90,11 +87,11 @@ AVX2 static __m256 exp_avx2(__m256 x) {
   __m256 underflows = _mm256_cmp_ps(x, _mm256_set1_ps(LOWEST), _CMP_LT_OQ);
   x = _mm256_max_ps(_mm256_set1_ps(LOWEST), x);
   x = _mm256_min_ps(_mm256_set1_ps(HIGHEST), x);
-  __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fmadd_ps(k, _mm256_set1_ps(-LN2_HI), x);
-  r = _mm256_fmadd_ps(k, _mm256_set1_ps(-LN2_LO), r);
-  __m256 p = _mm256_set1_ps(P[0]);
-  for (int i = 1; i < 6; i++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P[i]));
+  __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(EXP_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fmadd_ps(k, _mm256_set1_ps(-EXP_LN2_HI), x);
+  r = _mm256_fmadd_ps(k, _mm256_set1_ps(-EXP_LN2_LO), r);
+  __m256 p = _mm256_set1_ps(EXP_P[0]);
+  for (int i = 1; i < 6; i++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P[i]));
   __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
   __m256i ki = _mm256_cvtps_epi32(k), h = _mm256_srai_epi32(ki, 1), bias = _mm256_set1_epi32(127);
   __m256 low = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(h, bias), 23));

@@ -1,38 +1,36 @@
-#include <math.h>
+/* GELU, tanh approximation: out = 0.5 x (1 + tanh u), u = sqrt(2/pi) (x + 0.044715 x^3),
+ * computed as x sigmoid(2u) (0.5 (1 + tanh u) = 1 / (1 + exp(-2u))): one exp_in_range,
+ * which vectorizes on every instruction set, and no cancellation where u is very
+ * negative, where 1 + tanh u loses all but a few bits of the result (glibc's tanhf form
+ * was 8e-5 off relative there, and at half this speed on AVX-512, a third on AVX2). */
 #include <stddef.h>
 
+#include "exp_fp32.h"
 #include "typed.h"
 
 #define GELU_SCALE 0.7978845608028654f /* sqrt(2 / pi) */
 #define GELU_CUBE 0.044715f
 
-/* glibc's libmvec has vector versions of tanhf, but math.h declares them only
- * under -ffast-math. Declaring tanhf as an OpenMP simd function lets the loops
- * below call the vector version without fast-math: about 50x faster than the
- * scalar tanhf, which otherwise dominates a GPT-2 MLP. */
-#if defined(__x86_64__) /* libmvec: Debian 12's glibc (2.36) has none for aarch64 */
-#pragma omp declare simd notinbranch
-#endif
-float tanhf(float x);
+/* sigmoid(2u) = 1 / (1 + exp(-2u)). Beyond exp_in_range's clamp (|x| above about 9.8)
+ * it is 1 or under 2^-125, where the true value is 1 or smaller still. */
+static inline float sigmoid_2u(float x) {
+  float minus_2u = -2.0f * GELU_SCALE * (x + GELU_CUBE * x * x * x);
+  return 1.0f / (1.0f + exp_in_range(minus_2u));
+}
 
-/* out = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3) */
+/* out = x sigmoid(2u) */
 static void gelu_forward(float *const *s, int n) {
   float *out = s[0];
   const float *inp = s[1];
 #pragma omp simd
-  for (int i = 0; i < n; i++) {
-    float x = inp[i];
-    float u = GELU_SCALE * (x + GELU_CUBE * x * x * x);
-    out[i] = 0.5f * x * (1.0f + tanhf(u));
-  }
+  for (int i = 0; i < n; i++) out[i] = inp[i] * sigmoid_2u(inp[i]);
 }
 
-/* d out / dx = 0.5 (1 + tanh u) + 0.5 x sech^2(u) sqrt(2/pi) (1 + 3 * 0.044715 x^2) */
+/* d out / dx = sig + 2 x sig (1 - sig) sqrt(2/pi) (1 + 3 * 0.044715 x^2), sig = sigmoid(2u):
+ * 0.5 (1 + tanh u) = sig, and 1 - tanh^2 u = 4 sig (1 - sig). */
 static inline float gelu_grad(float x) {
-  float u = GELU_SCALE * (x + GELU_CUBE * x * x * x);
-  float th = tanhf(u);
-  float sech2 = 1.0f - th * th;
-  return 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_SCALE * (1.0f + 3.0f * GELU_CUBE * x * x);
+  float sig = sigmoid_2u(x);
+  return sig + 2.0f * x * sig * (1.0f - sig) * GELU_SCALE * (1.0f + 3.0f * GELU_CUBE * x * x);
 }
 
 /* dinp += d out / dx * dout */
