@@ -193,6 +193,36 @@ struct widened_a {
   size_t row, step;
 };
 
+/* One instruction set's widening of rows, or of a transpose (widen_rows, widen_rows16, ...). */
+typedef void (*widen_loop)(enum dtype d, float *out, size_t out_ld, const uint16_t *x, int64_t ld, int rows, int cols,
+                           int width);
+
+/* The operands of a product widened into the pack scratch for vectors of `lanes` floats.
+ * Returns b (k x n) as kp rows of *cols floats, whole vectors: its rows as stored, or the
+ * transpose of the stored (n x k); an odd k's last pair gets a zero row. *wa_at is a
+ * (m x k): its stored rows, read along k, zero past k; a transposed one's stored rows lie
+ * along m, one a step of k. */
+static const float *widen_operands(enum dtype d, int m, int n, int k, struct operand a, struct operand b, int lanes,
+                                   widen_loop rows, widen_loop transposed, int *cols, struct widened_a *wa_at) {
+  int kp = (k + 1) / 2 * 2;
+  *cols = (n + lanes - 1) / lanes * lanes;
+  int ka = (kp + lanes - 1) / lanes * lanes, ma = (m + lanes - 1) / lanes * lanes;
+  /* b's rows aligned to the vector: cpu_pack_scratch's buffer is to 64 bytes, cols whole vectors. */
+  float *wb = cpu_pack_scratch(((size_t)kp * *cols + (size_t)ma * ka) * sizeof(float)), *wa = wb + (size_t)kp * *cols;
+  (b.transposed ? transposed : rows)(d, wb, (size_t)*cols, b.data, b.ld, b.transposed ? n : k,
+                                     b.transposed ? k : n, *cols);
+  if (kp > k) memset(wb + (size_t)k * *cols, 0, (size_t)*cols * sizeof(float));
+  *wa_at = (struct widened_a){wa, (size_t)ka, 1};
+  if (a.transposed) {
+    rows(d, wa, (size_t)ma, a.data, a.ld, k, m, ma);
+    if (kp > k) memset(wa + (size_t)k * ma, 0, (size_t)ma * sizeof(float));
+    *wa_at = (struct widened_a){wa, 1, (size_t)ma};
+  } else {
+    rows(d, wa, (size_t)ka, a.data, a.ld, m, k, ka);
+  }
+  return wb;
+}
+
 /* One k-step q of a block: R V fused multiply-adds. */
 #define STEP8(q)                                                                              \
   do {                                                                                        \
@@ -231,26 +261,9 @@ AVX2 __attribute__((always_inline)) static inline void block8(int R, int V, int 
 
 AVX2 static void product_avx2(enum dtype d, int m, int n, int k, struct operand a, struct operand b, int accumulate,
                               float *c, int ldc) {
-  int kp = (k + 1) / 2 * 2, cols = (n + VEC8 - 1) / VEC8 * VEC8;
-  int ka = (kp + VEC8 - 1) / VEC8 * VEC8, ma = (m + VEC8 - 1) / VEC8 * VEC8;
-  float *wb = cpu_pack_scratch(((size_t)kp * cols + (size_t)ma * ka) * sizeof(float)), *wa = wb + (size_t)kp * cols;
-  /* b (k x n): its rows as stored, or the transpose of the stored (n x k); an odd k's
-   * last pair gets a zero row. */
-  if (b.transposed)
-    widen_transposed(d, wb, (size_t)cols, b.data, b.ld, n, k, cols);
-  else
-    widen_rows(d, wb, (size_t)cols, b.data, b.ld, k, n, cols);
-  if (kp > k) memset(wb + (size_t)k * cols, 0, (size_t)cols * sizeof(float));
-  /* a (m x k): its stored rows, read along k, zero past k; a transposed one's stored rows
-   * lie along m, one a step of k. */
-  struct widened_a wa_at = {wa, (size_t)ka, 1};
-  if (a.transposed) {
-    widen_rows(d, wa, (size_t)ma, a.data, a.ld, k, m, ma);
-    if (kp > k) memset(wa + (size_t)k * ma, 0, (size_t)ma * sizeof(float));
-    wa_at = (struct widened_a){wa, 1, (size_t)ma};
-  } else {
-    widen_rows(d, wa, (size_t)ka, a.data, a.ld, m, k, ka);
-  }
+  int kp = (k + 1) / 2 * 2, cols;
+  struct widened_a wa_at;
+  const float *wb = widen_operands(d, m, n, k, a, b, VEC8, widen_rows, widen_transposed, &cols, &wa_at);
   unsigned csr = _mm_getcsr();
   for (int x0 = 0; x0 < n; x0 += 2 * VEC8) {
     if (n - x0 > VEC8)
@@ -330,23 +343,9 @@ AVX512W __attribute__((always_inline)) static inline void block16(int R, int V, 
 
 AVX512W static void product_avx512(enum dtype d, int m, int n, int k, struct operand a, struct operand b,
                                    int accumulate, float *c, int ldc) {
-  int kp = (k + 1) / 2 * 2, cols = (n + VEC16 - 1) / VEC16 * VEC16;
-  int ka = (kp + VEC16 - 1) / VEC16 * VEC16, ma = (m + VEC16 - 1) / VEC16 * VEC16;
-  /* 64-byte aligned rows of b: cpu_pack_scratch's buffer is, and cols is whole vectors. */
-  float *wb = cpu_pack_scratch(((size_t)kp * cols + (size_t)ma * ka) * sizeof(float)), *wa = wb + (size_t)kp * cols;
-  if (b.transposed)
-    widen_transposed16(d, wb, (size_t)cols, b.data, b.ld, n, k, cols);
-  else
-    widen_rows16(d, wb, (size_t)cols, b.data, b.ld, k, n, cols);
-  if (kp > k) memset(wb + (size_t)k * cols, 0, (size_t)cols * sizeof(float));
-  struct widened_a wa_at = {wa, (size_t)ka, 1};
-  if (a.transposed) {
-    widen_rows16(d, wa, (size_t)ma, a.data, a.ld, k, m, ma);
-    if (kp > k) memset(wa + (size_t)k * ma, 0, (size_t)ma * sizeof(float));
-    wa_at = (struct widened_a){wa, 1, (size_t)ma};
-  } else {
-    widen_rows16(d, wa, (size_t)ka, a.data, a.ld, m, k, ka);
-  }
+  int kp = (k + 1) / 2 * 2, cols;
+  struct widened_a wa_at;
+  const float *wb = widen_operands(d, m, n, k, a, b, VEC16, widen_rows16, widen_transposed16, &cols, &wa_at);
   unsigned csr = _mm_getcsr();
   for (int x0 = 0; x0 < n; x0 += 4 * VEC16) {
     int vecs = (n - x0 + VEC16 - 1) / VEC16;
