@@ -86,7 +86,7 @@ struct stream *nn_launch_stream(void);
 
 /* The CPU kernels compiled for simd_isa()'s instruction set (cpu/backend.c). */
 const struct nn_backend *nn_cpu_backend(void);
-/* NULL in a build without CUDA. */
+/* In a build without CUDA, its sizes and contracts with no kernels (cuda/table.c). */
 const struct nn_backend *nn_cuda_backend(void);
 
 #endif

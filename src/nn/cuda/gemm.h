@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "fsdp/dtype.h"
+#include "scratch.h"
 
 /* An input matrix: row-major with rows ld elements apart; matrix i of a batch starts
  * stride elements after matrix i - 1 (matrices may interleave, as the heads of a qkv row). */
@@ -28,13 +29,9 @@ struct gemm {
   void *c;
   int64_t ldc, stride_c;
   const void *bias;
-  void *workspace; /* GEMM_WORKSPACE_BYTES of device memory, stream-ordered to s */
+  void *workspace; /* GEMM_WORKSPACE_BYTES (scratch.h) of device memory, stream-ordered to s */
 };
 
-/* cuBLASLt's workspace (split-K and Hopper's larger tiles need one): NVIDIA's
- * recommendation for Hopper. The op's launcher gets it from nn.c, which allocates it
- * from the device's allocator around the op, so the planner counts it. */
-enum { GEMM_WORKSPACE_BYTES = 32 << 20 };
 
 /* Enqueues the GEMM on s and returns 1; or, with a bias, returns 0 having enqueued nothing
  * where cuBLASLt has no algorithm that fuses it (a bias too little aligned, say); any

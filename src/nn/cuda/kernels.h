@@ -24,8 +24,8 @@ cudaError_t gpu_round(enum dtype d, float *x, size_t n, cudaStream_t s);
 
 cudaError_t gpu_add(float *y, const float *x, size_t n, cudaStream_t s);
 cudaError_t gpu_fill(float *x, float value, size_t n, cudaStream_t s);
-/* sum[0] += the sum of x, or of its squares, through gpu_sum_scratch(n) bytes of scratch. */
-size_t gpu_sum_scratch(size_t n);
+/* sum[0] += the sum of x, or of its squares, through gpu_sum_scratch(n) bytes of scratch
+ * (scratch.h). */
 cudaError_t gpu_sum(double *sum, const float *x, size_t n, int squares, double *scratch, cudaStream_t s);
 cudaError_t gpu_init_normal(float *x, size_t n, uint64_t seed, uint64_t stream, uint64_t first, float std,
                             cudaStream_t s);

@@ -7,17 +7,9 @@
  * in fp64 (24-bit significands), so squaring (fused into the add or not) rounds nothing. */
 #include "grid.cuh"
 #include "kernels.h"
+#include "scratch.h"
 
 static const unsigned WARP = 32, WARPS = BLOCK_THREADS / WARP;
-/* Enough blocks to keep every SM of an H100 busy several times over. */
-static const unsigned SUM_MAX_BLOCKS = 132 * 4;
-
-static unsigned sum_blocks(size_t n) {
-  unsigned blocks = blocks_for(n);
-  return blocks < SUM_MAX_BLOCKS ? blocks : SUM_MAX_BLOCKS;
-}
-
-size_t gpu_sum_scratch(size_t n) { return n ? sum_blocks(n) * sizeof(double) : 0; }
 
 static __device__ double warp_sum(double x) {
   for (unsigned offset = WARP / 2; offset > 0; offset /= 2) x += __shfl_down_sync(0xffffffffu, x, offset);

@@ -1,8 +1,22 @@
+/* The cuda backend's table: its compute dtypes, the scratch its kernels take, and the
+ * kernels. Built without CUDA too (FSDP_CUDA_KERNELS unset), where every kernel is one
+ * that ends the job: the meta device drops every launch, so `fsdp plan --device cuda`
+ * plans the GPU's step there with the same contracts and sizes as in a CUDA build. */
 #include "colsum.h"
 #include "cuda.h"
 #include "encoder.h"
-#include "gemm.h"
-#include "kernels.h"
+#include "fsdp/error.h"
+#include "scratch.h"
+
+#ifdef FSDP_CUDA_KERNELS
+#define KERNEL(op) cuda_##op
+#else
+static void not_built(void *args) {
+  (void)args;
+  fsdp_fatal("nn: this fsdp was built without the cuda kernels");
+}
+#define KERNEL(op) not_built
+#endif
 
 /* The GPU computes in the parameters' own dtype: bf16 and fp16 natively, fp32 as fp32. */
 static enum dtype cuda_compute_dtype(enum dtype param_dtype) { return param_dtype; }
@@ -20,38 +34,38 @@ static const struct nn_backend NN_CUDA = {
     .encoder_backward_scratch = cuda_encoder_backward_scratch,
     .column_sums_scratch = cuda_column_sums_scratch,
     .gemm_workspace = GEMM_WORKSPACE_BYTES,
-    .encoder_forward = cuda_encoder_forward,
-    .encoder_backward = cuda_encoder_backward,
-    .layernorm_forward = cuda_layernorm_forward,
-    .layernorm_backward = cuda_layernorm_backward,
-    .matmul_forward = cuda_matmul_forward,
-    .matmul_backward = cuda_matmul_backward,
-    .attention_forward = cuda_attention_forward,
-    .attention_backward = cuda_attention_backward,
-    .gelu_forward = cuda_gelu_forward,
-    .gelu_backward = cuda_gelu_backward,
-    .residual_forward = cuda_residual_forward,
-    .classifier = cuda_classifier,
-    .cast = cuda_cast,
-    .round = cuda_round,
-    .add = cuda_add,
-    .sum = cuda_sum,
-    .sum_squares = cuda_sum_squares,
-    .fill = cuda_fill,
-    .init_normal = cuda_init_normal,
-    .grad_clip_scale = cuda_grad_clip_scale,
-    .adamw = cuda_adamw,
-    .rmsnorm_forward = cuda_rmsnorm_forward,
-    .rmsnorm_backward = cuda_rmsnorm_backward,
-    .rope_table = cuda_rope_table,
-    .rope_forward = cuda_rope_forward,
-    .rope_backward = cuda_rope_backward,
-    .swiglu_forward = cuda_swiglu_forward,
-    .swiglu_backward = cuda_swiglu_backward,
-    .gqa_attention_forward = cuda_gqa_attention_forward,
-    .gqa_attention_backward = cuda_gqa_attention_backward,
-    .cached_attention_forward = cuda_cached_attention_forward,
-    .init_trunc_normal = cuda_init_trunc_normal,
+    .encoder_forward = KERNEL(encoder_forward),
+    .encoder_backward = KERNEL(encoder_backward),
+    .layernorm_forward = KERNEL(layernorm_forward),
+    .layernorm_backward = KERNEL(layernorm_backward),
+    .matmul_forward = KERNEL(matmul_forward),
+    .matmul_backward = KERNEL(matmul_backward),
+    .attention_forward = KERNEL(attention_forward),
+    .attention_backward = KERNEL(attention_backward),
+    .gelu_forward = KERNEL(gelu_forward),
+    .gelu_backward = KERNEL(gelu_backward),
+    .residual_forward = KERNEL(residual_forward),
+    .classifier = KERNEL(classifier),
+    .cast = KERNEL(cast),
+    .round = KERNEL(round),
+    .add = KERNEL(add),
+    .sum = KERNEL(sum),
+    .sum_squares = KERNEL(sum_squares),
+    .fill = KERNEL(fill),
+    .init_normal = KERNEL(init_normal),
+    .grad_clip_scale = KERNEL(grad_clip_scale),
+    .adamw = KERNEL(adamw),
+    .rmsnorm_forward = KERNEL(rmsnorm_forward),
+    .rmsnorm_backward = KERNEL(rmsnorm_backward),
+    .rope_table = KERNEL(rope_table),
+    .rope_forward = KERNEL(rope_forward),
+    .rope_backward = KERNEL(rope_backward),
+    .swiglu_forward = KERNEL(swiglu_forward),
+    .swiglu_backward = KERNEL(swiglu_backward),
+    .gqa_attention_forward = KERNEL(gqa_attention_forward),
+    .gqa_attention_backward = KERNEL(gqa_attention_backward),
+    .cached_attention_forward = KERNEL(cached_attention_forward),
+    .init_trunc_normal = KERNEL(init_trunc_normal),
 };
 
 const struct nn_backend *nn_cuda_backend(void) { return &NN_CUDA; }
