@@ -179,8 +179,10 @@ COMMAND=plan expect_error "plan link latency unit" "--link: '2' has no unit (a l
   --link inter=50GB/s,2
 COMMAND=plan expect_error "plan link side" "--link nvlink4: say which link: intra=... (within a machine) or" \
   --world-size 2 --link nvlink4
-COMMAND=plan expect_error "plan negative link" "--link: '-5GB/s' must be positive" --world-size 2 \
+COMMAND=plan expect_error "plan negative link" "--link: '-5GB/s' must be positive and finite" --world-size 2 \
   --link intra=-5GB/s
+COMMAND=plan expect_error "plan infinite link" "--link: '1e400GB/s' must be positive and finite" --world-size 2 \
+  --link inter=1e400GB/s
 COMMAND=plan expect_error "plan efficiency range" "--efficiency matmul=1.5: matmul=1.5 must be a fraction in (0, 1]" \
   --world-size 2 --efficiency matmul=1.5
 COMMAND=plan expect_error "plan efficiency class" "--efficiency tensor=0.5: unknown op class 'tensor'" \

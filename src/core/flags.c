@@ -107,7 +107,8 @@ double flag_quantity(const char *flag, const char *text, const struct flag_unit 
   if (!*end) usage_error(NULL, "%s: '%s' has no unit (%s)", flag, text, form);
   for (size_t i = 0; i < n; i++)
     if (strcmp(end, units[i].suffix) == 0) {
-      if (!(v > 0) || !isfinite(v * units[i].scale)) usage_error(NULL, "%s: '%s' must be positive", flag, text);
+      if (!(v > 0) || !isfinite(v * units[i].scale))
+        usage_error(NULL, "%s: '%s' must be positive and finite", flag, text);
       return v * units[i].scale;
     }
   usage_error(NULL, "%s: '%s': unknown unit '%s' (%s)", flag, text, end, form);
