@@ -3,8 +3,9 @@
 
 #include "typed.h"
 
-/* As in gelu.c: declaring expf an OpenMP simd function lets the row loop call
- * glibc's vector expf without -ffast-math. */
+/* glibc's libmvec has vector versions of expf, but math.h declares them only under
+ * -ffast-math. Declaring expf an OpenMP simd function lets the row loop call the vector
+ * version without fast-math (swiglu.c does the same). */
 #if defined(__x86_64__) /* libmvec: Debian 12's glibc (2.36) has none for aarch64 */
 #pragma omp declare simd notinbranch
 #endif

@@ -3,7 +3,7 @@
 
 #include "typed.h"
 
-/* As in gelu.c: declaring expf an OpenMP simd function lets the loops call glibc's
+/* As in classifier.c: declaring expf an OpenMP simd function lets the loops call glibc's
  * vector expf without -ffast-math. */
 #if defined(__x86_64__) /* libmvec: Debian 12's glibc (2.36) has none for aarch64 */
 #pragma omp declare simd notinbranch
