@@ -175,26 +175,40 @@ static void test_subnormals(enum simd_isa isa) {
   check(bits(c[0]) == 0 && bits(flushed[0]) == 0, what);
 }
 
-int main(void) {
-  enum simd_isa best = simd_isa();
-  for (enum simd_isa isa = SIMD_SCALAR; isa <= best; isa++) {
-    test_exp_values(isa);
-    static const int rows[][2] = {{1, 1}, {16, 16}, {64, 17}, {256, 256}, {256, 130}, {37, 5}, {300, 1}};
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) test_exp_row(isa, rows[i][0], rows[i][1]);
-  }
-  if (!tile_product_runs())
-    printf("tile_product: not on this CPU (%s); attention's 16-bit products run on oneDNN\n", simd_isa_name(best));
+/* The tile products of one instruction set: both formats, each layout of a and b, rows
+ * with odd strides and odd k, with and without accumulation, and subnormals. */
+static void test_products(enum simd_isa isa) {
   static const int shapes[][3] = {{64, 256, 64}, {64, 64, 256}, {256, 64, 64}, {64, 16, 256}, {64, 256, 16},
                                   {7, 5, 3},     {13, 17, 9},   {1, 1, 1},     {5, 33, 16},   {64, 48, 31},
                                   {30, 32, 40},  {50, 80, 7}};
-  for (enum simd_isa isa = SIMD_AVX2; isa <= best; isa++) {
-    for (int f = 0; f < 2; f++)
-      for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-        for (int layout = 0; layout < 4; layout++)
-          for (int acc = 0; acc < 2; acc++)
-            test_product(f ? DTYPE_F16 : DTYPE_BF16, isa, shapes[s][0], shapes[s][1], shapes[s][2], layout & 1,
-                         layout >> 1, acc);
-    test_subnormals(isa);
+  for (int f = 0; f < 2; f++)
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+      for (int layout = 0; layout < 4; layout++)
+        for (int acc = 0; acc < 2; acc++)
+          test_product(f ? DTYPE_F16 : DTYPE_BF16, isa, shapes[s][0], shapes[s][1], shapes[s][2], layout & 1,
+                       layout >> 1, acc);
+  test_subnormals(isa);
+}
+
+/* With the argument "avx512_bf16": the tile products on vdpbf16ps alone, skipped (77) where
+ * the CPU has no AVX-512 BF16 (the AVX-512 path, the same sums to the bit, is its twin). */
+int main(int argc, char **argv) {
+  enum simd_isa best = simd_isa();
+  if (argc > 1 && strcmp(argv[1], "avx512_bf16") == 0) {
+    if (best < SIMD_AVX512_BF16) {
+      printf("skipped: no AVX-512 BF16 on this CPU (%s)\n", simd_isa_name(best));
+      return 77;
+    }
+    test_products(SIMD_AVX512_BF16);
+  } else {
+    for (enum simd_isa isa = SIMD_SCALAR; isa <= best; isa++) {
+      test_exp_values(isa);
+      static const int rows[][2] = {{1, 1}, {16, 16}, {64, 17}, {256, 256}, {256, 130}, {37, 5}, {300, 1}};
+      for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) test_exp_row(isa, rows[i][0], rows[i][1]);
+    }
+    if (!tile_product_runs())
+      printf("tile_product: not on this CPU (%s); attention's 16-bit products run on oneDNN\n", simd_isa_name(best));
+    for (enum simd_isa isa = SIMD_AVX2; isa <= best; isa++) test_products(isa);
   }
   printf("%d checks, %d failures\n", checks, failures);
   return failures ? 1 : 0;
