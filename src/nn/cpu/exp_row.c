@@ -87,7 +87,8 @@ AVX2 static __m256 exp_avx2(__m256 x) {
   __m256 underflows = _mm256_cmp_ps(x, _mm256_set1_ps(LOWEST), _CMP_LT_OQ);
   x = _mm256_max_ps(_mm256_set1_ps(LOWEST), x);
   x = _mm256_min_ps(_mm256_set1_ps(HIGHEST), x);
-  __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(EXP_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 k =
+      _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(EXP_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fmadd_ps(k, _mm256_set1_ps(-EXP_LN2_HI), x);
   r = _mm256_fmadd_ps(k, _mm256_set1_ps(-EXP_LN2_LO), r);
   __m256 p = _mm256_set1_ps(EXP_P[0]);
