@@ -138,6 +138,8 @@ struct data_order {
 void data_order_init(struct data_order *o, struct token_range *ranges, int n_ranges, int T, uint64_t seed,
                      int shuffle);
 struct window_place data_order_place(struct data_order *o, uint64_t u);
+/* How many epochs o places: 2^28, or fewer where their windows would pass 2^64. */
+uint64_t data_order_epochs(const struct data_order *o);
 void data_order_free(struct data_order *o);
 /* A seeded permutation of [0, n): its i-th element, in O(1) memory (a Feistel network,
  * cycle-walked into [0, n)). */
@@ -211,8 +213,9 @@ void data_loader_val_batch(struct data_loader *l, uint64_t b, int first, int cou
 /* Where global batch b starts. */
 struct data_position data_loader_position(const struct data_loader *l, uint64_t b);
 /* A resumed run: global batch b starts at p. p past the epoch's end (another data set)
- * starts the next epoch. */
-void data_loader_seek(struct data_loader *l, uint64_t b, struct data_position p);
+ * starts the next epoch. Returns 0, or -1 (seeking nothing) where that epoch is past the
+ * order's (data_order_epochs): a position no run reaches. */
+int data_loader_seek(struct data_loader *l, uint64_t b, struct data_position p);
 /* The shard of the training window at p, and the window's index in it: for the log and
  * the checkpoint, which a reader can check a position against. */
 void data_loader_describe(struct data_loader *l, struct data_position p, const char **shard_name,

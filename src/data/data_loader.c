@@ -164,10 +164,12 @@ uint64_t data_loader_epoch(const struct data_loader *l, uint64_t b) {
   return data_loader_position(l, b).epoch;
 }
 
-void data_loader_seek(struct data_loader *l, uint64_t b, struct data_position p) {
+int data_loader_seek(struct data_loader *l, uint64_t b, struct data_position p) {
   if (p.epoch_window >= l->train.order.windows_per_epoch) p = (struct data_position){p.epoch + 1, 0};
+  if (p.epoch >= data_order_epochs(&l->train.order)) return -1;
   l->origin_batch = b;
   l->origin_window = p.epoch * l->train.order.windows_per_epoch + p.epoch_window;
+  return 0;
 }
 
 void data_loader_describe(struct data_loader *l, struct data_position p, const char **shard_name,

@@ -4,6 +4,7 @@
  * keyed by Philox (a bijection of [0, 4^h) cycle-walked into [0, n)), so that any window's
  * place is computed in O(1) memory: a shard of 100M tokens is never given an index array,
  * and a rank computes the windows it reads and no other. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,6 +92,11 @@ struct window_place data_order_place(struct data_order *o, uint64_t u) {
   FSDP_CHECK(w < n);
   if (o->shuffle) w = data_permute(o->seed, WINDOW_ORDER_TAG | epoch << RANGE_BITS | (uint64_t)range, n, w);
   return (struct window_place){epoch, range, (size_t)w};
+}
+
+uint64_t data_order_epochs(const struct data_order *o) {
+  uint64_t most = UINT64_MAX / o->windows_per_epoch;
+  return most < (1ull << EPOCH_BITS) ? most : 1ull << EPOCH_BITS;
 }
 
 void data_order_free(struct data_order *o) {
