@@ -3,7 +3,8 @@
 # flag) and a non-zero exit, never loaded: a truncated shard file, a flipped byte, a
 # missing file, no metadata (an interrupted write), bad metadata, another model, a flag
 # that shapes training changed, another data set (unless --data-changed accept), a
-# checkpoint from before data positions (the same). --resume auto skips and removes incomplete checkpoints,
+# checkpoint from before data positions (the same), a data position past the data order's
+# epochs. --resume auto skips and removes incomplete checkpoints,
 # starts fresh (saying so) where there is none, and --keep-last keeps the newest.
 # Usage: checkpoint_errors_test.sh path/to/fsdp PYTHON SOURCE_DIR MPIRUN...
 . "$(dirname "$0")/train_test_setup.sh"
@@ -107,6 +108,17 @@ if [ "$rc" -eq 0 ] && grep -q "resume: data from epoch 0, window 16 of its 7372"
 else
   fail "old-format accepted: exit $rc"
 fi
+# A data position past the epochs a data order places (the checkpoint fuzzer's finding of
+# 2026-12-06): refused naming the metadata, not an internal check.
+c=$(fresh far-epoch)
+"$PYTHON" - "$c/metadata.json" <<'PY'
+import json, sys
+meta = json.load(open(sys.argv[1]))
+meta["state"]["data_position"]["epoch"] = 2147483648
+json.dump(meta, open(sys.argv[1], "w"))
+PY
+expect_error far-epoch "checkpoint metadata '$c/metadata.json': its data position's epoch 2147483648 is past the" \
+  --resume "$c"
 expect_error steps-at-checkpoint "--steps 4: the checkpoint '$tmp/good/step-00000004' is at step 4" \
   --resume "$tmp/good/step-00000004" --steps 4
 expect_error auto-without-dir "--resume auto: needs --checkpoint-dir" --resume auto
