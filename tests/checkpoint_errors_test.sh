@@ -117,7 +117,7 @@ meta = json.load(open(sys.argv[1]))
 meta["state"]["data_position"]["epoch"] = 2147483648
 json.dump(meta, open(sys.argv[1], "w"))
 PY
-expect_error far-epoch "checkpoint metadata '$c/metadata.json': its data position's epoch 2147483648 is past the" \
+expect_error far-epoch "checkpoint metadata '$c/metadata.json': its data position's epoch 2147483648 (window" \
   --resume "$c"
 expect_error steps-at-checkpoint "--steps 4: the checkpoint '$tmp/good/step-00000004' is at step 4" \
   --resume "$tmp/good/step-00000004" --steps 4

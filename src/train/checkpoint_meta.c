@@ -449,9 +449,9 @@ void ckpt_meta_seek_data(const struct ckpt_meta *meta, const struct ckpt_parts *
   struct data_loader *data = parts->data;
   uint64_t b = (uint64_t)s->step;
   if (s->has_data && data_loader_seek(data, b, s->data) != 0)
-    fsdp_fatal("checkpoint metadata '%s': its data position's epoch %llu is past the %llu epochs a run's data "
-               "order takes", meta->path.s, (unsigned long long)s->data.epoch,
-               (unsigned long long)data_order_epochs(&data->train.order));
+    fsdp_fatal("checkpoint metadata '%s': its data position's epoch %llu (window %llu) is past the %llu epochs a "
+               "run's data order takes", meta->path.s, (unsigned long long)s->data.epoch,
+               (unsigned long long)s->data.epoch_window, (unsigned long long)data_order_epochs(&data->train.order));
   struct data_position p = data_loader_position(data, b);
   const char *shard;
   size_t window;
