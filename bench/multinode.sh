@@ -35,6 +35,9 @@ done
 [ -x "$FSDP" ] || { echo "no $FSDP: build first (scripts/build.sh)" >&2; exit 1; }
 [ -r "$DATA" ] || { echo "no data file $DATA" >&2; exit 1; }
 [ "$STEPS" -ge 2 ] || { echo "--steps must be at least 2" >&2; exit 2; }
+# A latency where the kernel has no netem (tests/testbed/testbed.sh).
+TESTBED_DELAY_LINK="$(dirname "$FSDP")/tests/delay_link"
+[ -x "$TESTBED_DELAY_LINK" ] || TESTBED_DELAY_LINK=""
 
 TESTBED_DIR="$ROOT/tests/testbed"
 # shellcheck source=../tests/testbed/testbed.sh
