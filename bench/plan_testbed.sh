@@ -1,32 +1,40 @@
 #!/usr/bin/env bash
 # The planner against multi-node runs on the testbed (tests/testbed/testbed.sh: network
-# namespaces as nodes, each node's uplink shaped by tc): 2 nodes x 2 ranks, full
-# sharding, HSDP (--mesh 2,2) and DDP, at each uplink shape. `fsdp plan --world-size 4
-# --ranks-per-node 2 --nics-per-node 1 --link inter=RATE,LATENCY` predicts each run's step
-# and exposed communication, calibrated on 2 ranks of the same strategy on one node (the
-# compute, the shared memory between ranks), with the latency of a ring step between the
-# nodes (MPI's TCP on busy cores) that --calibrate fits to the testbed's run at one shape
-# (--calibrate-on) after that one-node run; each uplink's rate is the one tc was given,
-# never fitted. The table prints both beside the measured ones, and whether the three
-# strategies rank the same at each shape.
+# namespaces as nodes, each node's uplink shaped: its rate by tbf, its latency by netem or
+# delay_link): N nodes x 2 ranks, full sharding, HSDP (--mesh N,2) and DDP, at each uplink
+# shape. `fsdp plan --world-size 2N --ranks-per-node 2 --nics-per-node 1 --link
+# inter=RATE,LATENCY` predicts each run's step and exposed communication, calibrated on 2
+# ranks of the same strategy on one node (the compute, the shared memory between ranks),
+# with the cost of a ring step between the nodes, which --calibrate fits to the testbed's
+# runs at the --calibrate-on shapes: at one shape a latency the transport adds to the
+# wire's; at two of different latencies also how many of the wire's latencies a ring step
+# waits for (MPI's rendezvous, TCP's windows), a line through the two. Each uplink's rate
+# and latency are then the ones it was shaped to, never fitted to the run predicted.
 # The nodes share this machine's cores: a node is its share of them (the cores over the
-# nodes), so the one-node runs and the planner run on that many (taskset), and every rank
-# and the planner on OMP_NUM_THREADS=1 (--threads).
+# nodes: taskset to whole cores, a cgroup's CPU quota to a fraction of one), so the
+# one-node runs and the planner run on that share, and every rank on OMP_NUM_THREADS=1.
 #
-# Usage (as root): bench/plan_testbed.sh [--model gpt2-tiny] [--shapes "100mbit:0ms 1gbit:0ms 10gbit:0ms"]
-#            [--calibrate-on 1gbit:0ms] [--steps N] [--threads T] [--fsdp PATH] [--data FILE] [--keep DIR]
-# A shape is RATE:LATENCY in tc's units (a latency 0ms shapes the rate only; so does a
-# kernel without netem, and the plan is then told 50us, the veths' and the bridge's). Each
-# measured figure is a run's median over its steps after the first two. A benchmark, not a
-# test: it checks nothing.
+# Usage (as root): bench/plan_testbed.sh [--model gpt2-tiny] [--nodes 2]
+#            [--shapes "100mbit:0ms 1gbit:0ms 10gbit:0ms"] [--calibrate-on "1gbit:0ms 1gbit:1ms"]
+#            [--repeats R] [--steps N] [--threads T] [--fsdp PATH] [--data FILE] [--keep DIR]
+# A shape is RATE:LATENCY in tc's units; a latency 0ms shapes the rate only (the plan is
+# then told 50us, the veths' and the bridge's); on a kernel without netem the latency is
+# delay_link's, built beside fsdp (tests/delay_link). The calibration shapes are run
+# whether listed in --shapes or not. Each strategy runs R times at each shape, the three
+# in turn; a measured figure is the median of the runs' medians over their steps after
+# the first two, printed with the runs' range. Strategies whose ranges overlap are tied:
+# their order is the noise's, and any order of them counts as the same.
+# A benchmark, not a test: it checks nothing.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 FSDP="$ROOT/build/fsdp"
 DATA="$ROOT/../shared/data/tinyshakespeare.txt"
 MODEL=gpt2-tiny
+NODES=2
 SHAPES="100mbit:0ms 1gbit:0ms 10gbit:0ms"
-CALIBRATE_ON=1gbit:0ms
+CALIBRATE_ON="1gbit:0ms 1gbit:1ms"
+REPEATS=3
 STEPS=8
 THREADS=1
 KEEP=""
@@ -34,121 +42,176 @@ KEEP=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) MODEL="$2"; shift 2 ;;
+    --nodes) NODES="$2"; shift 2 ;;
     --shapes) SHAPES="$2"; shift 2 ;;
     --calibrate-on) CALIBRATE_ON="$2"; shift 2 ;;
+    --repeats) REPEATS="$2"; shift 2 ;;
     --steps) STEPS="$2"; shift 2 ;;
     --threads) THREADS="$2"; shift 2 ;;
     --fsdp) FSDP="$2"; shift 2 ;;
     --data) DATA="$2"; shift 2 ;;
     --keep) KEEP="$2"; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown flag: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 [ -x "$FSDP" ] || { echo "no $FSDP: build first (scripts/build.sh)" >&2; exit 1; }
 [ -r "$DATA" ] || { echo "no data file $DATA" >&2; exit 1; }
+case "$NODES" in [2-9]) ;; *) echo "--nodes: $NODES is not a count of 2 to 9 nodes" >&2; exit 2 ;; esac
+case "$(echo "$CALIBRATE_ON" | wc -w)" in 1|2) ;; *) echo "--calibrate-on: one or two shapes" >&2; exit 2 ;; esac
+TESTBED_DELAY_LINK="$(dirname "$FSDP")/tests/delay_link"
+[ -x "$TESTBED_DELAY_LINK" ] || TESTBED_DELAY_LINK=""
 
 TESTBED_DIR="$ROOT/tests/testbed"
 # shellcheck source=../tests/testbed/testbed.sh
 . "$TESTBED_DIR/testbed.sh"
 testbed_check
 if [ -n "$KEEP" ]; then mkdir -p "$KEEP" && TMP="$KEEP"; else TMP="$(mktemp -d "${TMPDIR:-/tmp}/fsdp-plan-testbed.XXXXXX")"; fi
-testbed_up 2
-trap 'testbed_down; [ -n "$KEEP" ] || rm -rf "$TMP"' EXIT
-testbed_hostfile 2 >"$TMP/hosts"
+CGROUP=""
+cleanup() {
+  testbed_down
+  [ -z "$CGROUP" ] || rmdir "$CGROUP"
+  [ -n "$KEEP" ] || rm -rf "$TMP"
+}
+testbed_up "$NODES"
+trap cleanup EXIT
+testbed_hostfile "$NODES" >"$TMP/hosts"
 export OMP_NUM_THREADS=$THREADS
 SHAPE="--model $MODEL --batch-size 8 --seq-len 128"
+PLAN="--world-size $((2 * NODES)) --ranks-per-node 2 --nics-per-node 1"
+STRATEGIES="full hsdp ddp"
 
 strategy_flags() {
   case "$1" in
     full) echo "--sharding full" ;;
-    hsdp) echo "--sharding full --mesh 2,2" ;;
+    hsdp) echo "--sharding full --mesh $NODES,2" ;;
     ddp) echo "--sharding none" ;;
   esac
 }
 
-# A node's cores: the first half of the machine's.
-node_cores="0-$(( $(getconf _NPROCESSORS_ONLN) / 2 - 1 ))"
-# 2 ranks on a node's cores, outside the testbed (the shared memory of one node): full
+# on_a_node COMMAND...: COMMAND on a node's share of the cores.
+cores=$(getconf _NPROCESSORS_ONLN)
+if [ $((cores % NODES)) = 0 ]; then
+  on_a_node() { taskset -c "0-$((cores / NODES - 1))" "$@"; }
+else
+  # A fraction of a core: a CPU quota of cores/nodes in a cgroup of the script's own.
+  if [ -d /sys/fs/cgroup/cpu ] && [ -w /sys/fs/cgroup/cpu ]; then
+    CGROUP=/sys/fs/cgroup/cpu/fsdp-plan-testbed-$$
+    mkdir "$CGROUP"
+    echo 10000 >"$CGROUP/cpu.cfs_period_us"
+    echo $((10000 * cores / NODES)) >"$CGROUP/cpu.cfs_quota_us"
+  elif [ -w /sys/fs/cgroup/cgroup.subtree_control ]; then
+    CGROUP=/sys/fs/cgroup/fsdp-plan-testbed-$$
+    mkdir "$CGROUP"
+    echo "$((10000 * cores / NODES)) 10000" >"$CGROUP/cpu.max"
+  else
+    echo "a node is $cores/$NODES of a core, and no cgroup's CPU quota can give it here" >&2
+    exit 1
+  fi
+  on_a_node() { sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CGROUP" "$@"; }
+fi
+echo "a node: $cores/$NODES of this machine's $cores cores ($([ -n "$CGROUP" ] && echo "a CPU quota, $CGROUP" || echo taskset))"
+
+# 2 ranks on a node's share, outside the testbed (the shared memory of one node): full
 # sharding (HSDP's shard groups too) and DDP.
-mpi=(taskset -c "$node_cores" mpirun --bind-to none -x OMP_NUM_THREADS)
+mpi=(mpirun --bind-to none -x OMP_NUM_THREADS)
 [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
 for strategy in full ddp; do
   # shellcheck disable=SC2046,SC2086
-  "${mpi[@]}" -np 2 "$FSDP" train $SHAPE --data "$DATA" --steps "$STEPS" $(strategy_flags "$strategy") \
+  on_a_node "${mpi[@]}" -np 2 "$FSDP" train $SHAPE --data "$DATA" --steps "$STEPS" $(strategy_flags "$strategy") \
     --log "$TMP/one-node-$strategy.jsonl" >"$TMP/one-node-$strategy.out" 2>&1 || { cat "$TMP/one-node-$strategy.out"; exit 1; }
 done
+one_node_log() { [ "$1" = ddp ] && echo "$TMP/one-node-ddp.jsonl" || echo "$TMP/one-node-full.jsonl"; }
 
-link_latency=50us
-for shape in $SHAPES; do
-  # testbed_shape sets rate and latency of its own: these names are the script's.
+# A tc time in microseconds; tc's rate as fsdp plan's (100mbit is 100Mbit/s).
+to_us() { echo "$1" | awk '/us$/ { print $1 + 0; next } /ms$/ { print ($1 + 0) * 1000; next } { print ($1 + 0) * 1e6 }'; }
+plan_rate() { echo "$1" | sed 's/gbit$/Gbit\/s/; s/mbit$/Mbit\/s/; s/kbit$/kbit\/s/'; }
+
+RUN_SHAPES="$SHAPES"
+for shape in $CALIBRATE_ON; do case " $RUN_SHAPES " in *" $shape "*) ;; *) RUN_SHAPES="$RUN_SHAPES $shape" ;; esac; done
+for shape in $RUN_SHAPES; do
   shape_rate=${shape%%:*} shape_latency=${shape#*:}
   if [ "$shape_latency" = 0ms ]; then testbed_shape "$shape_rate"; else testbed_shape "$shape_rate" "$shape_latency"; fi
-  case $TESTBED_SHAPED in *netem*) echo "$shape_latency" >"$TMP/$shape_rate-$shape_latency.latency" ;;
-    *) echo "$link_latency" >"$TMP/$shape_rate-$shape_latency.latency" ;; esac
-  for strategy in full hsdp ddp; do
-    name="$shape_rate-$shape_latency-$strategy"
-    # shellcheck disable=SC2046,SC2086
-    testbed_mpirun --hostfile "$TMP/hosts" -np 4 --bind-to none -x OMP_NUM_THREADS "$FSDP" train $SHAPE \
-      --data "$DATA" --steps "$STEPS" $(strategy_flags "$strategy") --log "$TMP/$name.jsonl" >"$TMP/$name.out" 2>&1 ||
-      { cat "$TMP/$name.out"; echo "the $name run failed" >&2; exit 1; }
+  # The latency the link was shaped to, in us (0: the veths' own).
+  case $TESTBED_SHAPED in
+    *"latency $shape_latency ("*) to_us "$shape_latency" >"$TMP/$shape.shaped_us" ;;
+    *) echo 0 >"$TMP/$shape.shaped_us"
+      [ "$shape_latency" = 0ms ] || echo "warning: the latency of $shape was not shaped" >&2 ;;
+  esac
+  for repeat in $(seq "$REPEATS"); do
+    for strategy in $STRATEGIES; do
+      name="$shape-$strategy-$repeat"
+      # shellcheck disable=SC2046,SC2086
+      testbed_mpirun --hostfile "$TMP/hosts" -np $((2 * NODES)) --bind-to none -x OMP_NUM_THREADS "$FSDP" train \
+        $SHAPE --data "$DATA" --steps "$STEPS" $(strategy_flags "$strategy") --log "$TMP/$name.jsonl" \
+        >"$TMP/$name.out" 2>&1 || { cat "$TMP/$name.out"; echo "the $name run failed" >&2; exit 1; }
+    done
   done
 done
 
-# The latency of a ring step between the nodes, fitted for each strategy to its run at
-# --calibrate-on (after its one-node run), then given as the link's latency at every shape.
-calibration=${CALIBRATE_ON/:/-}
-calibration_rate=$(echo "${CALIBRATE_ON%%:*}" | sed 's/gbit$/Gbit\/s/; s/mbit$/Mbit\/s/; s/kbit$/kbit\/s/')
-for strategy in full hsdp ddp; do
-  one_node=full
-  [ "$strategy" = ddp ] && one_node=ddp
-  # shellcheck disable=SC2046,SC2086
-  taskset -c "$node_cores" "$FSDP" plan $SHAPE --world-size 4 --ranks-per-node 2 --nics-per-node 1 \
-    $(strategy_flags "$strategy") --link "inter=$calibration_rate,$(cat "$TMP/$calibration.latency")" \
-    --calibrate "$TMP/one-node-$one_node.jsonl" --calibrate "$TMP/$calibration-$strategy.jsonl" --format json \
-    >"$TMP/fit-$strategy.plan" 2>"$TMP/fit-$strategy.plan.err" || { cat "$TMP/fit-$strategy.plan.err"; exit 1; }
-  python3 -c 'import json, sys; print("%gus" % (json.load(open(sys.argv[1]))["time"]["machine"]["inter_latency_s"] * 1e6))' \
-    "$TMP/fit-$strategy.plan" >"$TMP/fit-$strategy.latency"
+# A ring step between the nodes, for each strategy: fitted to its first run at each
+# calibration shape (after its one-node run), then a line in the shaped latency:
+# transport_us + waits x latency_us (waits 1 from one shape).
+for strategy in $STRATEGIES; do
+  for shape in $CALIBRATE_ON; do
+    shaped=$(cat "$TMP/$shape.shaped_us")
+    told=50us
+    [ "$shaped" = 0 ] || told="${shaped}us"
+    # shellcheck disable=SC2046,SC2086
+    on_a_node "$FSDP" plan $SHAPE $PLAN $(strategy_flags "$strategy") --link "inter=$(plan_rate "${shape%%:*}"),$told" \
+      --calibrate "$(one_node_log "$strategy")" --calibrate "$TMP/$shape-$strategy-1.jsonl" --format json \
+      >"$TMP/fit-$shape-$strategy.plan" 2>"$TMP/fit-$strategy.plan.err" || { cat "$TMP/fit-$strategy.plan.err"; exit 1; }
+    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["time"]["machine"]["inter_latency_s"] * 1e6, sys.argv[2])' \
+      "$TMP/fit-$shape-$strategy.plan" "$shaped"
+  done | awk 'NR == 1 { a = $1; la = $2 } NR == 2 { b = $1; lb = $2 }
+    END { waits = NR == 2 && lb != la ? (b - a) / (lb - la) : 1; print a - waits * la, waits }' >"$TMP/fit-$strategy"
 done
 
-for shape in $SHAPES; do
-  shape_rate=${shape%%:*} shape_latency=${shape#*:}
-  # tc's units as fsdp plan's: 100mbit is 100Mbit/s.
-  link_rate=$(echo "$shape_rate" | sed 's/gbit$/Gbit\/s/; s/mbit$/Mbit\/s/; s/kbit$/kbit\/s/')
-  for strategy in full hsdp ddp; do
-    name="$shape_rate-$shape_latency-$strategy" one_node=full
-    [ "$strategy" = ddp ] && one_node=ddp
+for shape in $RUN_SHAPES; do
+  for strategy in $STRATEGIES; do
+    latency=$(awk -v l="$(cat "$TMP/$shape.shaped_us")" '{ printf "%.1fus", $1 + $2 * l }' "$TMP/fit-$strategy")
     # shellcheck disable=SC2046,SC2086
-    taskset -c "$node_cores" "$FSDP" plan $SHAPE --world-size 4 --ranks-per-node 2 --nics-per-node 1 \
-      $(strategy_flags "$strategy") --link "inter=$link_rate,$(cat "$TMP/fit-$strategy.latency")" \
-      --calibrate "$TMP/one-node-$one_node.jsonl" --format json \
-      >"$TMP/$name.plan" 2>"$TMP/$name.plan.err" || { cat "$TMP/$name.plan.err"; exit 1; }
+    on_a_node "$FSDP" plan $SHAPE $PLAN $(strategy_flags "$strategy") --link "inter=$(plan_rate "${shape%%:*}"),$latency" \
+      --calibrate "$(one_node_log "$strategy")" --format json \
+      >"$TMP/$shape-$strategy.plan" 2>"$TMP/$shape-$strategy.plan.err" || { cat "$TMP/$shape-$strategy.plan.err"; exit 1; }
   done
 done
 
-echo "== fsdp plan against the testbed: 2 nodes x 2 ranks of $MODEL, $(getconf _NPROCESSORS_ONLN) cores, $THREADS thread(s) a rank, $(date -u +%F)"
-python3 - "$TMP" "$SHAPES" "$CALIBRATE_ON" <<'PY'
-import json, statistics, sys
-tmp, shapes, calibrated = sys.argv[1], sys.argv[2].split(), sys.argv[3]
-def median(log, key):
+echo "== fsdp plan against the testbed: $NODES nodes x 2 ranks of $MODEL, $cores cores, $THREADS thread(s) a rank," \
+  "$REPEATS runs a strategy and shape, $(date -u +%F)"
+python3 - "$TMP" "$RUN_SHAPES" "$CALIBRATE_ON" "$STRATEGIES" "$REPEATS" <<'PY'
+import itertools, json, statistics, sys
+tmp, shapes, calibrated, strategies, repeats = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4].split(), int(sys.argv[5])
+def run_median(log, key):
     rows = [json.loads(line) for line in open(log) if line.strip()]
     return statistics.median(r[key] for r in rows if r["step"] > 2)
-print("\n| uplink | strategy | measured step ms | planned | ratio | measured exposed ms | planned | ratio |")
+for s in strategies:
+    transport, waits = map(float, open(f"{tmp}/fit-{s}").read().split())
+    print(f"{s}: a ring step between the nodes waits {transport:.0f} us + {waits:.2f} x the link's latency")
+print("\n| uplink | strategy | measured step ms (range) | planned | ratio | measured exposed ms | planned | ratio |")
 print("|---|---|---:|---:|---:|---:|---:|---:|")
 for shape in shapes:
     rate, latency = shape.split(":")
-    measured, planned = {}, {}
-    for strategy in ("full", "hsdp", "ddp"):
-        name = f"{tmp}/{rate}-{latency}-{strategy}"
-        step, exposed = median(name + ".jsonl", "step_ms"), median(name + ".jsonl", "exposed_comm_ms")
-        t = json.load(open(name + ".plan"))["time"]
-        measured[strategy], planned[strategy] = step, t["step_ms"]
+    measured, spread, planned = {}, {}, {}
+    for s in strategies:
+        steps = [run_median(f"{tmp}/{shape}-{s}-{r}.jsonl", "step_ms") for r in range(1, repeats + 1)]
+        exposed = statistics.median(run_median(f"{tmp}/{shape}-{s}-{r}.jsonl", "exposed_comm_ms") for r in range(1, repeats + 1))
+        t = json.load(open(f"{tmp}/{shape}-{s}.plan"))["time"]
+        measured[s], spread[s], planned[s] = statistics.median(steps), (min(steps), max(steps)), t["step_ms"]
         ratio_exposed = t["exposed_comm_ms"] / exposed if exposed > 0 else float("nan")
-        print(f"| {rate} {latency} | {strategy} | {step:.1f} | {t['step_ms']:.1f} | {t['step_ms'] / step:.2f} | "
-              f"{exposed:.1f} | {t['exposed_comm_ms']:.1f} | {ratio_exposed:.2f} |")
-    if shape == calibrated:
-        print(f"| {rate} {latency} | (the latency was fitted to these runs) | | | | | | |")
+        print(f"| {rate} {latency} | {s} | {measured[s]:.1f} ({spread[s][0]:.0f}-{spread[s][1]:.0f}) | {t['step_ms']:.1f} | "
+              f"{t['step_ms'] / measured[s]:.2f} | {exposed:.1f} | {t['exposed_comm_ms']:.1f} | {ratio_exposed:.2f} |")
+    if shape in calibrated:
+        print(f"| {rate} {latency} | (calibration: the ring step was fitted to these runs) | | | | | | |")
+    # Two strategies are tied when their runs' ranges overlap; only the untied pairs
+    # must be in the planned order.
+    tied = lambda a, b: spread[a][0] <= spread[b][1] and spread[b][0] <= spread[a][1]
+    wrong = [(a, b) for a, b in itertools.combinations(strategies, 2)
+             if not tied(a, b) and (measured[a] < measured[b]) != (planned[a] < planned[b])]
+    ties = [f"{a} ~ {b}" for a, b in itertools.combinations(strategies, 2) if tied(a, b)]
     order = lambda d: " < ".join(sorted(d, key=d.get))
-    same = "the same" if order(measured) == order(planned) else "NOT the same"
-    print(f"| {rate} {latency} | fastest first | {order(measured)} | {order(planned)} | {same} | | | |")
+    verdict = "NOT the same: " + ", ".join(f"{a}/{b}" for a, b in wrong) if wrong else "the same"
+    if ties and not wrong:
+        verdict += " (tied: " + ", ".join(ties) + ")"
+    print(f"| {rate} {latency} | fastest first | {order(measured)} | {order(planned)} | {verdict} | | | |")
 PY
