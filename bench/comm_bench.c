@@ -17,7 +17,14 @@
 #include "fsdp/error.h"
 #include "fsdp/timer.h"
 
-enum collective { ALL_GATHER, REDUCE_SCATTER_MPI, REDUCE_SCATTER_RING, ALL_REDUCE, NUM_COLLECTIVES };
+enum collective {
+  ALL_GATHER_MPI,
+  ALL_GATHER_RING,
+  REDUCE_SCATTER_MPI,
+  REDUCE_SCATTER_RING,
+  ALL_REDUCE,
+  NUM_COLLECTIVES
+};
 
 struct buffers {
   float *big;   /* size bytes: all-gather output, reduce-scatter input, all-reduce buffer */
@@ -34,7 +41,8 @@ static int iterations(size_t bytes) {
 
 static void run_once(struct comm_group *g, enum collective c, struct buffers *b, size_t count) {
   switch (c) {
-    case ALL_GATHER: comm_all_gather(g, b->small, b->big, count, COMM_F32); break;
+    case ALL_GATHER_MPI:
+    case ALL_GATHER_RING: comm_all_gather(g, b->small, b->big, count, COMM_F32); break;
     case REDUCE_SCATTER_MPI:
     case REDUCE_SCATTER_RING: comm_reduce_scatter(g, b->big, b->small, count, COMM_F32, COMM_AVG); break;
     case ALL_REDUCE: comm_all_reduce(g, b->big, count, COMM_F32, COMM_AVG); break;
@@ -45,8 +53,10 @@ static void run_once(struct comm_group *g, enum collective c, struct buffers *b,
 /* Mean seconds per call, the largest over the ranks. count is per rank for all-gather
  * and reduce-scatter, the whole buffer for all-reduce. */
 static double time_collective(struct comm_group *g, enum collective c, struct buffers *b, size_t count, int iters) {
-  if (c == REDUCE_SCATTER_MPI) comm_set_reduce_scatter_algorithm(COMM_RS_MPI);
-  if (c == REDUCE_SCATTER_RING) comm_set_reduce_scatter_algorithm(COMM_RS_RING);
+  if (c == ALL_GATHER_MPI || c == ALL_GATHER_RING)
+    comm_set_algorithm(COMM_ALL_GATHER, c == ALL_GATHER_RING ? COMM_ALGORITHM_RING : COMM_ALGORITHM_MPI);
+  if (c == REDUCE_SCATTER_MPI || c == REDUCE_SCATTER_RING)
+    comm_set_algorithm(COMM_REDUCE_SCATTER, c == REDUCE_SCATTER_RING ? COMM_ALGORITHM_RING : COMM_ALGORITHM_MPI);
   for (int i = 0; i < 1 + iters / 10; i++) run_once(g, c, b, count);
   comm_barrier(g);
   double start = time_now_ms();
@@ -76,8 +86,8 @@ static void print_header(int w) {
   printf("# time: mean over the iterations after warm-up, max over ranks (us); algbw = size/time (GB/s);\n");
   printf("# busbw = algbw*(W-1)/W (all-gather, reduce-scatter), algbw*2(W-1)/W (all-reduce);\n");
   printf("# memcpy: rank 0, one thread, size bytes copied while the other ranks wait (GB/s)\n");
-  printf("%10s %5s |%29s |%29s |%29s |%29s | %7s | %s\n", "", "", "all_gather", "reduce_scatter MPI",
-         "reduce_scatter ring", "all_reduce", "memcpy", "RS ring/MPI");
+  printf("%10s %5s |%29s |%29s |%29s |%29s |%29s | %7s | %s\n", "", "", "all_gather MPI", "all_gather ring",
+         "reduce_scatter MPI", "reduce_scatter ring", "all_reduce", "memcpy", "RS ring/MPI");
   printf("%10s %5s |", "size (B)", "iters");
   for (int c = 0; c < NUM_COLLECTIVES; c++) printf(" %10s %8s %8s |", "time (us)", "algbw", "busbw");
   printf(" %7s | %5s %s\n", "GB/s", "ratio", "faster");

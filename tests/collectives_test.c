@@ -111,7 +111,8 @@ static void expect(const struct suite *s, const char *collective, enum comm_dtyp
              want);
 }
 
-static void check_all_gather(struct suite *s, enum comm_dtype dtype, size_t count,
+/* algorithm: "" for the one comm_all_gather picks, or the one set, named in a failure. */
+static void check_all_gather(struct suite *s, const char *algorithm, enum comm_dtype dtype, size_t count,
                              int in_place) {
   int rank = comm_rank(s->group), size = comm_size(s->group);
   size_t elem = comm_dtype_size(dtype);
@@ -122,7 +123,8 @@ static void check_all_gather(struct suite *s, enum comm_dtype dtype, size_t coun
 
   comm_all_gather(s->group, send, recv, count, dtype);
 
-  const char *name = in_place ? "in-place all_gather" : "all_gather";
+  char name[64];
+  snprintf(name, sizeof name, "%s%sall_gather", in_place ? "in-place " : "", algorithm);
   for (int r = 0; r < size; r++)
     for (size_t i = 0; i < count; i++)
       expect(s, name, dtype, count, (size_t)r * count + i,
@@ -174,13 +176,13 @@ static double integer_contribution(const struct suite *s, int rank, size_t j) {
   return (double)((j * 7919 + (size_t)rank * 104729 + (size_t)s->salt) % 2000003) - 1000001.0;
 }
 
-static const char *algorithm_name(enum comm_reduce_scatter_algorithm a) {
-  return a == COMM_RS_RING ? "ring" : a == COMM_RS_MPI ? "MPI" : "auto";
+static const char *algorithm_name(enum comm_algorithm a) {
+  return a == COMM_ALGORITHM_RING ? "ring" : a == COMM_ALGORITHM_MPI ? "MPI" : "auto";
 }
 
 /* One algorithm forced, then back to the default. Also checks that send is left as it was:
  * it is the caller's gradient buffer. */
-static void check_reduce_scatter_algorithm(struct suite *s, enum comm_reduce_scatter_algorithm algorithm,
+static void check_reduce_scatter_algorithm(struct suite *s, enum comm_algorithm algorithm,
                                            enum comm_dtype dtype, size_t count, enum comm_reduce_op op) {
   int rank = comm_rank(s->group), size = comm_size(s->group);
   size_t total = (size_t)size * count;
@@ -190,9 +192,9 @@ static void check_reduce_scatter_algorithm(struct suite *s, enum comm_reduce_sca
   for (size_t j = 0; j < total; j++) store(send, dtype, j, integer_contribution(s, rank, j));
   void *recv = filled(count, dtype, unwritten);
 
-  comm_set_reduce_scatter_algorithm(algorithm);
+  comm_set_algorithm(COMM_REDUCE_SCATTER, algorithm);
   comm_reduce_scatter(s->group, send, recv, count, dtype, op);
-  comm_set_reduce_scatter_algorithm(COMM_RS_AUTO);
+  comm_set_algorithm(COMM_REDUCE_SCATTER, COMM_ALGORITHM_AUTO);
 
   for (size_t i = 0; i < count; i++) {
     double sum = 0;
@@ -217,10 +219,10 @@ static void check_ring_deterministic(struct suite *s, enum comm_dtype dtype, siz
   for (size_t j = 0; j < total; j++) store(send, dtype, j, contribution(s, rank, j, dtype) / 3.0);
   void *first = filled(count, dtype, unwritten), *second = filled(count, dtype, unwritten);
 
-  comm_set_reduce_scatter_algorithm(COMM_RS_RING);
+  comm_set_algorithm(COMM_REDUCE_SCATTER, COMM_ALGORITHM_RING);
   comm_reduce_scatter(s->group, send, first, count, dtype, COMM_SUM);
   comm_reduce_scatter(s->group, send, second, count, dtype, COMM_SUM);
-  comm_set_reduce_scatter_algorithm(COMM_RS_AUTO);
+  comm_set_algorithm(COMM_REDUCE_SCATTER, COMM_ALGORITHM_AUTO);
 
   for (size_t i = 0; i < count; i++)
     if (memcmp((char *)first + i * elem, (char *)second + i * elem, elem) != 0)
@@ -305,7 +307,7 @@ static uint16_t ring_bf16(const uint16_t *v, int size, int owner, enum comm_redu
  * divides the exact sum with one rounding and bf16 rounds that again, which leaves the
  * quotient correctly rounded (24 >= 2 * 8 + 2 bits), as does double's division. Random
  * values must give what the ring's order gives. Also checks that send is left as it was. */
-static void check_reduce_scatter_bf16(struct suite *s, enum comm_reduce_scatter_algorithm algorithm, size_t count,
+static void check_reduce_scatter_bf16(struct suite *s, enum comm_algorithm algorithm, size_t count,
                                       enum comm_reduce_op op, int random_values) {
   int rank = comm_rank(s->group), size = comm_size(s->group);
   size_t total = (size_t)size * count;
@@ -317,9 +319,9 @@ static void check_reduce_scatter_bf16(struct suite *s, enum comm_reduce_scatter_
   memcpy(sent, send, total * sizeof *send);
   for (size_t i = 0; i < count; i++) recv[i] = 0x7fc1u; /* a NaN: no sum of finite values */
 
-  comm_set_reduce_scatter_algorithm(algorithm);
+  comm_set_algorithm(COMM_REDUCE_SCATTER, algorithm);
   comm_reduce_scatter(s->group, send, recv, count, COMM_BF16, op);
-  comm_set_reduce_scatter_algorithm(COMM_RS_AUTO);
+  comm_set_algorithm(COMM_REDUCE_SCATTER, COMM_ALGORITHM_AUTO);
 
   for (size_t i = 0; i < count; i++) {
     size_t j = (size_t)rank * count + i;
@@ -354,7 +356,7 @@ static void run_suite16(struct suite *s) {
     }
   /* Past the ring's segments of 128 Ki bf16 elements, and through its window many times. */
   static const size_t rs_counts[] = {0, 1, 7, 4097, 131073, (1 << 20) + 3};
-  static const enum comm_reduce_scatter_algorithm algorithms[] = {COMM_RS_AUTO, COMM_RS_MPI, COMM_RS_RING};
+  static const enum comm_algorithm algorithms[] = {COMM_ALGORITHM_AUTO, COMM_ALGORITHM_MPI, COMM_ALGORITHM_RING};
   for (size_t c = 0; c < sizeof rs_counts / sizeof rs_counts[0]; c++)
     for (size_t a = 0; a < 3; a++)
       for (int random_values = 0; random_values < 2; random_values++) {
@@ -384,8 +386,8 @@ static void run_suite(struct suite *s) {
     enum comm_dtype dtype = dtypes[d];
     for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
       size_t count = counts[c];
-      check_all_gather(s, dtype, count, 0);
-      check_all_gather(s, dtype, count, 1);
+      check_all_gather(s, "", dtype, count, 0);
+      check_all_gather(s, "", dtype, count, 1);
       check_reduce_scatter(s, dtype, count, COMM_SUM, "reduce_scatter SUM");
       check_reduce_scatter(s, dtype, count, COMM_MAX, "reduce_scatter MAX");
       check_all_reduce(s, dtype, count, COMM_SUM, "all_reduce SUM");
@@ -401,7 +403,7 @@ static void run_suite(struct suite *s) {
    * and through its window of segments in flight many times over. */
   static const size_t rs_counts[] = {0, 1, 7, 4097, 32769, 65537, 1 << 20, (1 << 20) + 3};
   static const enum comm_dtype float_dtypes[] = {COMM_F32, COMM_F64};
-  static const enum comm_reduce_scatter_algorithm algorithms[] = {COMM_RS_MPI, COMM_RS_RING};
+  static const enum comm_algorithm algorithms[] = {COMM_ALGORITHM_MPI, COMM_ALGORITHM_RING};
   for (size_t d = 0; d < 2; d++) {
     for (size_t c = 0; c < sizeof rs_counts / sizeof rs_counts[0]; c++)
       for (size_t a = 0; a < 2; a++) {
@@ -410,6 +412,15 @@ static void run_suite(struct suite *s) {
       }
     check_ring_deterministic(s, float_dtypes[d], 70001);
   }
+  /* The ring all-gather, which AUTO takes across machines only: past its segments of
+   * 256 KiB and through its window, in every dtype. */
+  comm_set_algorithm(COMM_ALL_GATHER, COMM_ALGORITHM_RING);
+  for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
+    for (size_t c = 0; c < sizeof rs_counts / sizeof rs_counts[0]; c++) {
+      check_all_gather(s, "ring ", dtypes[d], rs_counts[c], 0);
+      check_all_gather(s, "ring ", dtypes[d], rs_counts[c], 1);
+    }
+  comm_set_algorithm(COMM_ALL_GATHER, COMM_ALGORITHM_AUTO);
   run_suite16(s);
   comm_barrier(s->group);
 }

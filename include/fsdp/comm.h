@@ -36,7 +36,7 @@ void comm_all_gather(struct comm_group *g, const void *send, void *recv, size_t 
                      enum comm_dtype dtype);
 /* recv (count elements) = op over ranks of send[rank * count .. (rank+1) * count).
  * COMM_BF16 always goes round the ring (src/comm/ring.h), whatever
- * comm_set_reduce_scatter_algorithm says: each hop adds in fp32 and rounds to bf16,
+ * comm_set_algorithm says: each hop adds in fp32 and rounds to bf16,
  * as NCCL's ring does; COMM_AVG divides the last hop's fp32 sum by the world size
  * before that rounding. */
 void comm_reduce_scatter(struct comm_group *g, const void *send, void *recv, size_t count,
@@ -116,11 +116,15 @@ void comm_reduce_scatter_async(struct comm_group *g, struct stream *s, const cha
 void comm_all_reduce_async(struct comm_group *g, struct stream *s, const char *label, void *buf, size_t count,
                            enum comm_dtype dtype, enum comm_reduce_op op);
 
-/* How comm_reduce_scatter reduces: Open MPI's reduce-scatter, a ring of
- * point-to-point messages (src/comm/ring.c), or AUTO: the faster of the two for the
- * message size, as measured by bench/collectives.sh (docs/benchmarks.md). */
-enum comm_reduce_scatter_algorithm { COMM_RS_AUTO, COMM_RS_MPI, COMM_RS_RING };
-void comm_set_reduce_scatter_algorithm(enum comm_reduce_scatter_algorithm a);
+/* How comm_all_gather and comm_reduce_scatter (kind) move their bytes on the CPU: Open
+ * MPI's collective, a ring of point-to-point messages (src/comm/ring.c), or AUTO. AUTO
+ * reduce-scatters on the faster of the two for the message size, as measured by
+ * bench/collectives.sh (docs/benchmarks.md), and all-gathers on the ring where the group
+ * spans machines: Open MPI's all-gather sends a rank's part to every other rank, so each
+ * machine's link carries a part for every rank off it, where the ring's carries one a
+ * step (12 parts against 7 a machine on 4 machines of 2 ranks). */
+enum comm_algorithm { COMM_ALGORITHM_AUTO, COMM_ALGORITHM_MPI, COMM_ALGORITHM_RING };
+void comm_set_algorithm(enum comm_kind kind, enum comm_algorithm a);
 
 /* Concatenates every rank's bytes on root, in rank order: returns a malloc'd buffer
  * (free it) with the total in *total_bytes on root, NULL elsewhere. */

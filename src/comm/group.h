@@ -28,6 +28,8 @@ struct comm_group {
   void *ring_workspace;
   size_t ring_workspace_bytes;
   struct comm_traffic traffic;
+  /* Whether its ranks are on more than one machine (MPI's shared-memory domains). */
+  int spans_machines;
   struct transport *transport;
   /* A meta group's links, and how many ranks of the whole job apart its neighbours are. */
   struct comm_links links;

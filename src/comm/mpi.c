@@ -120,6 +120,12 @@ static void open_group(struct comm_group *g, MPI_Comm comm, const char *name) {
   MPI_CALL(name, MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
   MPI_CALL("MPI_Comm_rank", MPI_Comm_rank(comm, &g->rank));
   MPI_CALL("MPI_Comm_size", MPI_Comm_size(comm, &g->size));
+  MPI_Comm machine;
+  int on_machine;
+  MPI_CALL("MPI_Comm_split_type", MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &machine));
+  MPI_CALL("MPI_Comm_size", MPI_Comm_size(machine, &on_machine));
+  MPI_CALL("MPI_Comm_free", MPI_Comm_free(&machine));
+  g->spans_machines = on_machine < g->size;
 }
 
 /* FSDP_COMM_TIMEOUT bounds what runs before a program sets its own timeout (fsdp's
@@ -265,9 +271,30 @@ static int mpi_count(size_t count, const char *caller) {
   return (int)count;
 }
 
+static enum comm_algorithm all_gather_algorithm = COMM_ALGORITHM_AUTO,
+                           reduce_scatter_algorithm = COMM_ALGORITHM_AUTO;
+
+void comm_set_algorithm(enum comm_kind kind, enum comm_algorithm a) {
+  if (kind == COMM_ALL_GATHER)
+    all_gather_algorithm = a;
+  else if (kind == COMM_REDUCE_SCATTER)
+    reduce_scatter_algorithm = a;
+  else
+    fsdp_fatal("comm_set_algorithm: kind %d has no algorithm to choose", (int)kind);
+}
+
+static bool all_gather_on_ring(const struct comm_group *g) {
+  if (all_gather_algorithm == COMM_ALGORITHM_AUTO) return g->spans_machines;
+  return all_gather_algorithm == COMM_ALGORITHM_RING;
+}
+
 void comm_all_gather(struct comm_group *g, const void *send, void *recv, size_t count,
                      enum comm_dtype dtype) {
   if (g->meta) return;
+  if (all_gather_on_ring(g)) {
+    ring_all_gather(g->comm, g->rank, g->size, send, recv, count * comm_dtype_size(dtype));
+    return;
+  }
   int n = mpi_count(count, "comm_all_gather");
   /* Compared as integers: recv may be NULL when count is 0, and NULL + 0 is undefined. */
   uintptr_t own_slice = (uintptr_t)recv + (size_t)g->rank * count * comm_dtype_size(dtype);
@@ -284,18 +311,14 @@ void comm_all_gather(struct comm_group *g, const void *send, void *recv, size_t 
  * (bench/collectives.sh, docs/benchmarks.md). */
 enum { RING_MIN_INPUT_BYTES = 128 << 10 };
 
-static enum comm_reduce_scatter_algorithm reduce_scatter_algorithm = COMM_RS_AUTO;
-
-void comm_set_reduce_scatter_algorithm(enum comm_reduce_scatter_algorithm a) { reduce_scatter_algorithm = a; }
-
 /* The ring sums floating point only; MAX and the integer dtypes always go to MPI, bf16
  * always to the ring. */
 static bool use_ring(int size, size_t count, enum comm_dtype dtype, enum comm_reduce_op op) {
   if (dtype == COMM_BF16) return true;
   if (op == COMM_MAX || (dtype != COMM_F32 && dtype != COMM_F64)) return false;
-  if (reduce_scatter_algorithm == COMM_RS_AUTO)
+  if (reduce_scatter_algorithm == COMM_ALGORITHM_AUTO)
     return count * (size_t)size * comm_dtype_size(dtype) >= RING_MIN_INPUT_BYTES;
-  return reduce_scatter_algorithm == COMM_RS_RING;
+  return reduce_scatter_algorithm == COMM_ALGORITHM_RING;
 }
 
 /* The MPI reduce-scatter itself, with the ring's workspace already in place. */

@@ -1,4 +1,4 @@
-/* Ring reduce-scatter over MPI point-to-point messages (see ring.h). */
+/* Ring reduce-scatter and all-gather over MPI point-to-point messages (see ring.h). */
 #include "ring.h"
 
 #include <stdint.h>
@@ -38,13 +38,15 @@ static size_t segment_length(const struct ring *r, size_t j) {
 
 static char *slot(const struct ring *r, size_t j) { return r->incoming + (j % IN_FLIGHT) * r->segment * r->elem; }
 
+/* n elements of out go to the next rank; as many from the previous rank come into in. */
+static void pass_on(const struct ring *r, const void *out, void *in, size_t n, MPI_Request requests[2]) {
+  MPI_CALL("MPI_Irecv (ring)", MPI_Irecv(in, (int)n, r->type, r->prev, RING_TAG, r->comm, &requests[0]));
+  MPI_CALL("MPI_Isend (ring)", MPI_Isend(out, (int)n, r->type, r->next, RING_TAG, r->comm, &requests[1]));
+}
+
 /* Segment j of out goes to the next rank; the previous rank's segment j comes into its slot. */
 static void start_segment(const struct ring *r, const char *out, size_t j, MPI_Request requests[2]) {
-  int n = (int)segment_length(r, j);
-  MPI_CALL("MPI_Irecv (ring reduce-scatter)",
-           MPI_Irecv(slot(r, j), n, r->type, r->prev, RING_TAG, r->comm, &requests[0]));
-  MPI_CALL("MPI_Isend (ring reduce-scatter)",
-           MPI_Isend(out + j * r->segment * r->elem, n, r->type, r->next, RING_TAG, r->comm, &requests[1]));
+  pass_on(r, out + j * r->segment * r->elem, slot(r, j), segment_length(r, j), requests);
 }
 
 static void add_f32(float *restrict out, const float *restrict partial, const float *restrict own, size_t n,
@@ -145,5 +147,33 @@ void ring_reduce_scatter(MPI_Comm comm, int rank, int size, void *workspace, con
       add(dtype, partial + off, slot(&r, j), own + off, segment_length(&r, j), divisor);
       if (j + IN_FLIGHT < segments) start_segment(&r, out, j + IN_FLIGHT, requests[j % IN_FLIGHT]);
     }
+  }
+}
+
+void ring_all_gather(MPI_Comm comm, int rank, int size, const void *send, void *recv, size_t bytes) {
+  if (bytes == 0) return; /* send and recv may be NULL */
+  char *blocks = recv;
+  if (send != blocks + (size_t)rank * bytes) memcpy(blocks + (size_t)rank * bytes, send, bytes);
+  struct ring r = {.comm = comm,
+                   .type = MPI_BYTE,
+                   .next = (rank + 1) % size,
+                   .prev = (rank + size - 1) % size,
+                   .count = bytes,
+                   .elem = 1,
+                   .segment = segment_elements(bytes, 1)};
+  size_t segments = (bytes + r.segment - 1) / r.segment;
+  MPI_Request requests[IN_FLIGHT][2];
+  /* At step k this rank passes on block rank-k (its own at step 0) and takes block
+   * rank-k-1, which it passes on at the next step. */
+  for (int step = 0; step < size - 1; step++) {
+    const char *out = blocks + (size_t)((rank - step + size) % size) * bytes;
+    char *in = blocks + (size_t)((rank - step - 1 + size) % size) * bytes;
+    for (size_t j = 0; j < segments; j++) {
+      if (j >= IN_FLIGHT) mpi_wait(requests[j % IN_FLIGHT], 2, "ring all-gather");
+      size_t off = j * r.segment;
+      pass_on(&r, out + off, in + off, segment_length(&r, j), requests[j % IN_FLIGHT]);
+    }
+    for (size_t j = segments > IN_FLIGHT ? segments - IN_FLIGHT : 0; j < segments; j++)
+      mpi_wait(requests[j % IN_FLIGHT], 2, "ring all-gather");
   }
 }

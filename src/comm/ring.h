@@ -1,7 +1,9 @@
-/* Private to src/comm: a reduce-scatter built from point-to-point messages, which
- * comm_reduce_scatter uses instead of Open MPI's (several times slower on one machine:
- * docs/benchmarks.md, "Collectives") when comm_set_reduce_scatter_algorithm asks for
- * it or AUTO picks it, and always for bf16, which Open MPI cannot reduce. */
+/* Private to src/comm: a reduce-scatter and an all-gather built from point-to-point
+ * messages, which comm_reduce_scatter and comm_all_gather use instead of Open MPI's when
+ * comm_set_algorithm asks for them or AUTO picks them (Open MPI's reduce-scatter is
+ * several times slower on one machine: docs/benchmarks.md, "Collectives"; its
+ * all-gather sends more across machines: fsdp/comm.h), and the reduce-scatter always
+ * for bf16, which Open MPI cannot reduce. */
 #ifndef FSDP_COMM_RING_H
 #define FSDP_COMM_RING_H
 
@@ -26,5 +28,11 @@ void ring_reduce_scatter(MPI_Comm comm, int rank, int size, void *workspace, con
 
 /* The bytes of workspace ring_reduce_scatter needs: the slots of the messages in flight. */
 size_t ring_workspace_bytes(int size, size_t count, enum comm_dtype dtype);
+
+/* recv (size * bytes) = every rank's send (bytes), in rank order: the W-1 steps of a
+ * ring, at each one a rank passing the block it took last to rank+1 (its own first)
+ * and taking another from rank-1, straight into recv. send may be recv's own block.
+ * Collective, called as ring_reduce_scatter is. */
+void ring_all_gather(MPI_Comm comm, int rank, int size, const void *send, void *recv, size_t bytes);
 
 #endif
