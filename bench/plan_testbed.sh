@@ -6,25 +6,27 @@
 # inter=RATE,LATENCY` predicts each run's step and exposed communication, calibrated on 2
 # ranks of the same strategy on one node (the compute, the shared memory between ranks),
 # with the cost of a ring step between the nodes, which --calibrate fits to the testbed's
-# runs at the --calibrate-on shapes: at one shape a latency the transport adds to the
-# wire's; at two of different latencies also how many of the wire's latencies a ring step
-# waits for (MPI's rendezvous, TCP's windows), a line through the two. Each uplink's rate
-# and latency are then the ones it was shaped to, never fitted to the run predicted.
+# median runs at the --calibrate-on shapes: at one shape a latency the transport adds to
+# the wire's; at two of different latencies also how many of the wire's latencies a ring
+# step waits for (MPI's rendezvous, TCP's windows), a line through the two. Each uplink's
+# rate and latency are then the ones it was shaped to, never fitted to the run predicted.
 # The nodes share this machine's cores: a node is its share of them (the cores over the
 # nodes: taskset to whole cores, a cgroup's CPU quota to a fraction of one), so the
 # one-node runs and the planner run on that share, and every rank on OMP_NUM_THREADS=1.
 #
 # Usage (as root): bench/plan_testbed.sh [--model gpt2-tiny] [--nodes 2]
-#            [--shapes "100mbit:0ms 1gbit:0ms 10gbit:0ms"] [--calibrate-on "1gbit:0ms 1gbit:1ms"]
+#            [--shapes "100mbit:0ms 1gbit:0ms 10gbit:0ms"] [--calibrate-on "1gbit:0ms 1gbit:5ms"]
 #            [--repeats R] [--steps N] [--threads T] [--fsdp PATH] [--data FILE] [--keep DIR]
+#            [--replan DIR]     (the plans again, of the runs an earlier --keep DIR kept)
 # A shape is RATE:LATENCY in tc's units; a latency 0ms shapes the rate only (the plan is
 # then told 50us, the veths' and the bridge's); on a kernel without netem the latency is
 # delay_link's, built beside fsdp (tests/delay_link). The calibration shapes are run
-# whether listed in --shapes or not. Each strategy runs R times at each shape, the three
-# in turn; a measured figure is the median of the runs' medians over their steps after
-# the first two, printed with the runs' range. Strategies whose ranges overlap are tied:
-# their order is the noise's, and any order of them counts as the same.
-# A benchmark, not a test: it checks nothing.
+# whether listed in --shapes or not. Each strategy runs R times at each shape: R rounds
+# of every shape in turn, each of the three strategies in turn, so that a burst of load
+# on a shared machine falls on all of them alike. A measured figure is the median of the
+# runs' medians over their steps after the first two, printed with the runs' range.
+# Strategies whose ranges overlap are tied: their order is the noise's, and any order of
+# them counts as the same. A benchmark, not a test: it checks nothing.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,11 +35,12 @@ DATA="$ROOT/../shared/data/tinyshakespeare.txt"
 MODEL=gpt2-tiny
 NODES=2
 SHAPES="100mbit:0ms 1gbit:0ms 10gbit:0ms"
-CALIBRATE_ON="1gbit:0ms 1gbit:1ms"
+CALIBRATE_ON="1gbit:0ms 1gbit:5ms"
 REPEATS=3
 STEPS=8
 THREADS=1
 KEEP=""
+REPLAN=""
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -51,7 +54,8 @@ while [ $# -gt 0 ]; do
     --fsdp) FSDP="$2"; shift 2 ;;
     --data) DATA="$2"; shift 2 ;;
     --keep) KEEP="$2"; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --replan) REPLAN="$2"; KEEP="$2"; shift 2 ;;
+    -h|--help) sed -n '2,/checks nothing/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown flag: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -65,7 +69,7 @@ TESTBED_DELAY_LINK="$(dirname "$FSDP")/tests/delay_link"
 TESTBED_DIR="$ROOT/tests/testbed"
 # shellcheck source=../tests/testbed/testbed.sh
 . "$TESTBED_DIR/testbed.sh"
-testbed_check
+[ -n "$REPLAN" ] || testbed_check
 if [ -n "$KEEP" ]; then mkdir -p "$KEEP" && TMP="$KEEP"; else TMP="$(mktemp -d "${TMPDIR:-/tmp}/fsdp-plan-testbed.XXXXXX")"; fi
 CGROUP=""
 cleanup() {
@@ -73,8 +77,8 @@ cleanup() {
   [ -z "$CGROUP" ] || rmdir "$CGROUP"
   [ -n "$KEEP" ] || rm -rf "$TMP"
 }
-testbed_up "$NODES"
 trap cleanup EXIT
+[ -n "$REPLAN" ] || testbed_up "$NODES"
 testbed_hostfile "$NODES" >"$TMP/hosts"
 export OMP_NUM_THREADS=$THREADS
 SHAPE="--model $MODEL --batch-size 8 --seq-len 128"
@@ -112,15 +116,6 @@ else
 fi
 echo "a node: $cores/$NODES of this machine's $cores cores ($([ -n "$CGROUP" ] && echo "a CPU quota, $CGROUP" || echo taskset))"
 
-# 2 ranks on a node's share, outside the testbed (the shared memory of one node): full
-# sharding (HSDP's shard groups too) and DDP.
-mpi=(mpirun --bind-to none -x OMP_NUM_THREADS)
-[ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
-for strategy in full ddp; do
-  # shellcheck disable=SC2046,SC2086
-  on_a_node "${mpi[@]}" -np 2 "$FSDP" train $SHAPE --data "$DATA" --steps "$STEPS" $(strategy_flags "$strategy") \
-    --log "$TMP/one-node-$strategy.jsonl" >"$TMP/one-node-$strategy.out" 2>&1 || { cat "$TMP/one-node-$strategy.out"; exit 1; }
-done
 one_node_log() { [ "$1" = ddp ] && echo "$TMP/one-node-ddp.jsonl" || echo "$TMP/one-node-full.jsonl"; }
 
 # A tc time in microseconds; tc's rate as fsdp plan's (100mbit is 100Mbit/s).
@@ -129,27 +124,49 @@ plan_rate() { echo "$1" | sed 's/gbit$/Gbit\/s/; s/mbit$/Mbit\/s/; s/kbit$/kbit\
 
 RUN_SHAPES="$SHAPES"
 for shape in $CALIBRATE_ON; do case " $RUN_SHAPES " in *" $shape "*) ;; *) RUN_SHAPES="$RUN_SHAPES $shape" ;; esac; done
-for shape in $RUN_SHAPES; do
-  shape_rate=${shape%%:*} shape_latency=${shape#*:}
-  if [ "$shape_latency" = 0ms ]; then testbed_shape "$shape_rate"; else testbed_shape "$shape_rate" "$shape_latency"; fi
-  # The latency the link was shaped to, in us (0: the veths' own).
-  case $TESTBED_SHAPED in
-    *"latency $shape_latency ("*) to_us "$shape_latency" >"$TMP/$shape.shaped_us" ;;
-    *) echo 0 >"$TMP/$shape.shaped_us"
-      [ "$shape_latency" = 0ms ] || echo "warning: the latency of $shape was not shaped" >&2 ;;
-  esac
+if [ -z "$REPLAN" ]; then
+  # 2 ranks on a node's share, outside the testbed (the shared memory of one node): full
+  # sharding (HSDP's shard groups too) and DDP.
+  mpi=(mpirun --bind-to none -x OMP_NUM_THREADS)
+  [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
+  for strategy in full ddp; do
+    # shellcheck disable=SC2046,SC2086
+    on_a_node "${mpi[@]}" -np 2 "$FSDP" train $SHAPE --data "$DATA" --steps "$STEPS" $(strategy_flags "$strategy") \
+      --log "$TMP/one-node-$strategy.jsonl" >"$TMP/one-node-$strategy.out" 2>&1 || { cat "$TMP/one-node-$strategy.out"; exit 1; }
+  done
   for repeat in $(seq "$REPEATS"); do
-    for strategy in $STRATEGIES; do
-      name="$shape-$strategy-$repeat"
-      # shellcheck disable=SC2046,SC2086
-      testbed_mpirun --hostfile "$TMP/hosts" -np $((2 * NODES)) --bind-to none -x OMP_NUM_THREADS "$FSDP" train \
-        $SHAPE --data "$DATA" --steps "$STEPS" $(strategy_flags "$strategy") --log "$TMP/$name.jsonl" \
-        >"$TMP/$name.out" 2>&1 || { cat "$TMP/$name.out"; echo "the $name run failed" >&2; exit 1; }
+    for shape in $RUN_SHAPES; do
+      shape_rate=${shape%%:*} shape_latency=${shape#*:}
+      if [ "$shape_latency" = 0ms ]; then testbed_shape "$shape_rate"; else testbed_shape "$shape_rate" "$shape_latency"; fi
+      # The latency the link was shaped to, in us (0: the veths' own).
+      case $TESTBED_SHAPED in
+        *"latency $shape_latency ("*) to_us "$shape_latency" >"$TMP/$shape.shaped_us" ;;
+        *) echo 0 >"$TMP/$shape.shaped_us"
+          [ "$shape_latency" = 0ms ] || echo "warning: the latency of $shape was not shaped" >&2 ;;
+      esac
+      for strategy in $STRATEGIES; do
+        name="$shape-$strategy-$repeat"
+        # shellcheck disable=SC2046,SC2086
+        testbed_mpirun --hostfile "$TMP/hosts" -np $((2 * NODES)) --bind-to none -x OMP_NUM_THREADS "$FSDP" train \
+          $SHAPE --data "$DATA" --steps "$STEPS" $(strategy_flags "$strategy") --log "$TMP/$name.jsonl" \
+          >"$TMP/$name.out" 2>&1 || { cat "$TMP/$name.out"; echo "the $name run failed" >&2; exit 1; }
+      done
     done
   done
-done
+fi
 
-# A ring step between the nodes, for each strategy: fitted to its first run at each
+# The log of the median run (by its median step) of strategy $2 at shape $1.
+median_run() {
+  python3 - "$TMP/$1-$2" "$REPEATS" <<'PY'
+import json, statistics, sys
+def step(log):
+    return statistics.median(json.loads(l)["step_ms"] for l in open(log) if l.strip() and json.loads(l)["step"] > 2)
+logs = sorted((f"{sys.argv[1]}-{r}.jsonl" for r in range(1, int(sys.argv[2]) + 1)), key=step)
+print(logs[len(logs) // 2])
+PY
+}
+
+# A ring step between the nodes, for each strategy: fitted to its median run at each
 # calibration shape (after its one-node run), then a line in the shaped latency:
 # transport_us + waits x latency_us (waits 1 from one shape).
 for strategy in $STRATEGIES; do
@@ -159,7 +176,7 @@ for strategy in $STRATEGIES; do
     [ "$shaped" = 0 ] || told="${shaped}us"
     # shellcheck disable=SC2046,SC2086
     on_a_node "$FSDP" plan $SHAPE $PLAN $(strategy_flags "$strategy") --link "inter=$(plan_rate "${shape%%:*}"),$told" \
-      --calibrate "$(one_node_log "$strategy")" --calibrate "$TMP/$shape-$strategy-1.jsonl" --format json \
+      --calibrate "$(one_node_log "$strategy")" --calibrate "$(median_run "$shape" "$strategy")" --format json \
       >"$TMP/fit-$shape-$strategy.plan" 2>"$TMP/fit-$strategy.plan.err" || { cat "$TMP/fit-$strategy.plan.err"; exit 1; }
     python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["time"]["machine"]["inter_latency_s"] * 1e6, sys.argv[2])' \
       "$TMP/fit-$shape-$strategy.plan" "$shaped"

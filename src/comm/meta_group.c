@@ -48,5 +48,9 @@ double comm_meta_seconds(const struct comm_group *g, enum comm_kind kind, double
   }
   double part = kind == COMM_ALL_REDUCE ? bytes / g->size : bytes;
   double steps = (kind == COMM_ALL_REDUCE ? 2.0 : 1.0) * (g->size - 1);
-  return steps * (part / bytes_per_s + latency_s);
+  /* A step takes its part's transfer or its latency, whichever is longer: a ring sends a
+   * part in segments, several in flight, so the waits on the latency overlap the segments
+   * on the wire before them, and show where the transfer is the shorter. */
+  double transfer = part / bytes_per_s;
+  return steps * (transfer > latency_s ? transfer : latency_s);
 }
