@@ -26,7 +26,9 @@
 # on a shared machine falls on all of them alike. A measured figure is the median of the
 # runs' medians over their steps after the first two, printed with the runs' range.
 # Strategies whose ranges overlap are tied: their order is the noise's, and any order of
-# them counts as the same. A benchmark, not a test: it checks nothing.
+# them counts as the same. The one-node runs are made R times too, and the median one
+# calibrates. A run from which the host took over 2% of the cores (steal time, on a VM)
+# is run again, up to twice. A benchmark, not a test: it checks nothing.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -116,7 +118,6 @@ else
 fi
 echo "a node: $cores/$NODES of this machine's $cores cores ($([ -n "$CGROUP" ] && echo "a CPU quota, $CGROUP" || echo taskset))"
 
-one_node_log() { [ "$1" = ddp ] && echo "$TMP/one-node-ddp.jsonl" || echo "$TMP/one-node-full.jsonl"; }
 
 # A tc time in microseconds; tc's rate as fsdp plan's (100mbit is 100Mbit/s).
 to_us() { echo "$1" | awk '/us$/ { print $1 + 0; next } /ms$/ { print ($1 + 0) * 1000; next } { print ($1 + 0) * 1e6 }'; }
@@ -124,15 +125,37 @@ plan_rate() { echo "$1" | sed 's/gbit$/Gbit\/s/; s/mbit$/Mbit\/s/; s/kbit$/kbit\
 
 RUN_SHAPES="$SHAPES"
 for shape in $CALIBRATE_ON; do case " $RUN_SHAPES " in *" $shape "*) ;; *) RUN_SHAPES="$RUN_SHAPES $shape" ;; esac; done
+# The CPU time the host has taken from this machine (a VM's steal time), in seconds.
+steal_s() { awk -v hz="$(getconf CLK_TCK)" '/^cpu / { print $9 / hz }' /proc/stat; }
+
+# measured NAME COMMAND...: COMMAND, which logs to $TMP/NAME.jsonl, again while the host
+# takes over 2% of the cores from it (up to twice).
+measured() {
+  name=$1
+  shift
+  for attempt in 1 2 3; do
+    before=$(steal_s)
+    started=$(date +%s.%N)
+    "$@" >"$TMP/$name.out" 2>&1 || { cat "$TMP/$name.out"; echo "the $name run failed" >&2; exit 1; }
+    share=$(awk -v s="$(steal_s)" -v b="$before" -v t0="$started" -v t1="$(date +%s.%N)" -v c="$cores" \
+      'BEGIN { printf "%.3f", (s - b) / ((t1 - t0) * c) }')
+    echo "$name $share" >>"$TMP/steal"
+    awk -v x="$share" 'BEGIN { exit !(x <= 0.02) }' && return
+    echo "$name (attempt $attempt): the host took $share of the cores from it (steal time)" >&2
+  done
+}
+
 if [ -z "$REPLAN" ]; then
   # 2 ranks on a node's share, outside the testbed (the shared memory of one node): full
   # sharding (HSDP's shard groups too) and DDP.
   mpi=(mpirun --bind-to none -x OMP_NUM_THREADS)
   [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
-  for strategy in full ddp; do
-    # shellcheck disable=SC2046,SC2086
-    on_a_node "${mpi[@]}" -np 2 "$FSDP" train $SHAPE --data "$DATA" --steps "$STEPS" $(strategy_flags "$strategy") \
-      --log "$TMP/one-node-$strategy.jsonl" >"$TMP/one-node-$strategy.out" 2>&1 || { cat "$TMP/one-node-$strategy.out"; exit 1; }
+  for repeat in $(seq "$REPEATS"); do
+    for strategy in full ddp; do
+      # shellcheck disable=SC2046,SC2086
+      measured "one-node-$strategy-$repeat" on_a_node "${mpi[@]}" -np 2 "$FSDP" train $SHAPE --data "$DATA" \
+        --steps "$STEPS" $(strategy_flags "$strategy") --log "$TMP/one-node-$strategy-$repeat.jsonl"
+    done
   done
   for repeat in $(seq "$REPEATS"); do
     for shape in $RUN_SHAPES; do
@@ -145,17 +168,16 @@ if [ -z "$REPLAN" ]; then
           [ "$shape_latency" = 0ms ] || echo "warning: the latency of $shape was not shaped" >&2 ;;
       esac
       for strategy in $STRATEGIES; do
-        name="$shape-$strategy-$repeat"
         # shellcheck disable=SC2046,SC2086
-        testbed_mpirun --hostfile "$TMP/hosts" -np $((2 * NODES)) --bind-to none -x OMP_NUM_THREADS "$FSDP" train \
-          $SHAPE --data "$DATA" --steps "$STEPS" $(strategy_flags "$strategy") --log "$TMP/$name.jsonl" \
-          >"$TMP/$name.out" 2>&1 || { cat "$TMP/$name.out"; echo "the $name run failed" >&2; exit 1; }
+        measured "$shape-$strategy-$repeat" testbed_mpirun --hostfile "$TMP/hosts" -np $((2 * NODES)) --bind-to none \
+          -x OMP_NUM_THREADS "$FSDP" train $SHAPE --data "$DATA" --steps "$STEPS" $(strategy_flags "$strategy") \
+          --log "$TMP/$shape-$strategy-$repeat.jsonl"
       done
     done
   done
 fi
 
-# The log of the median run (by its median step) of strategy $2 at shape $1.
+# The log of the median run (by its median step) of strategy $2 at shape $1 (or on one node).
 median_run() {
   python3 - "$TMP/$1-$2" "$REPEATS" <<'PY'
 import json, statistics, sys
@@ -165,6 +187,8 @@ logs = sorted((f"{sys.argv[1]}-{r}.jsonl" for r in range(1, int(sys.argv[2]) + 1
 print(logs[len(logs) // 2])
 PY
 }
+# HSDP's shard groups are full sharding's on one node.
+one_node_log() { if [ "$1" = ddp ]; then median_run one-node ddp; else median_run one-node full; fi; }
 
 # A ring step between the nodes, for each strategy: fitted to its median run at each
 # calibration shape (after its one-node run), then a line in the shaped latency:
@@ -196,6 +220,10 @@ done
 
 echo "== fsdp plan against the testbed: $NODES nodes x 2 ranks of $MODEL, $cores cores, $THREADS thread(s) a rank," \
   "$REPEATS runs a strategy and shape, $(date -u +%F)"
+[ ! -f "$TMP/steal" ] || awk '{ last[$1] = $2; if ($2 > 0.02) again++ } END {
+  for (n in last) if (last[n] > top) top = last[n]
+  printf "steal time: %d run(s) run again; the most the host took from a run kept: %.1f%% of the cores\n", again, 100 * top }' \
+  "$TMP/steal"
 python3 - "$TMP" "$RUN_SHAPES" "$CALIBRATE_ON" "$STRATEGIES" "$REPEATS" <<'PY'
 import itertools, json, statistics, sys
 tmp, shapes, calibrated, strategies, repeats = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4].split(), int(sys.argv[5])
