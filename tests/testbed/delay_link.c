@@ -112,7 +112,7 @@ static int64_t parse_delay_ns(const char *text) {
   char *end;
   double value = strtod(text, &end);
   double unit = !strcmp(end, "us") ? 1e3 : !strcmp(end, "ms") ? 1e6 : !strcmp(end, "s") ? 1e9 : 0;
-  if (end == text || unit == 0 || !(value >= 0 && value <= 10)) {
+  if (end == text || unit == 0 || !(value >= 0 && value * unit <= 10e9)) {
     fprintf(stderr, "delay_link: delay '%s' is not a time up to 10s in us, ms or s (e.g. 5ms)\n", text);
     exit(2);
   }
