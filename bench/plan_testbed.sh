@@ -191,7 +191,7 @@ PY
 one_node_log() { if [ "$1" = ddp ]; then median_run one-node ddp; else median_run one-node full; fi; }
 
 # A ring step between the nodes, for each strategy: fitted to its median run at each
-# calibration shape (after its one-node run), then a line in the shaped latency:
+# calibration shape (after its median one-node run), then a line in the shaped latency:
 # transport_us + waits x latency_us (waits 1 from one shape).
 for strategy in $STRATEGIES; do
   for shape in $CALIBRATE_ON; do
