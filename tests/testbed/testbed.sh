@@ -105,7 +105,7 @@ testbed_shape() {
   how=tbf
   if [ -n "$latency" ] && in_ns n0 tc qdisc replace dev eth0 root netem delay "$latency" rate "$rate" limit 100000 2>/dev/null; then
     how=netem
-  elif [ -n "$latency" ] && [ -n "${TESTBED_DELAY_LINK:-}" ]; then
+  elif [ -n "$latency" ] && [ -n "${TESTBED_DELAY_LINK:-}" ] && [ -c /dev/net/tun ]; then
     how=delay_link
   fi
   delay=""
@@ -126,7 +126,7 @@ testbed_shape() {
     netem) TESTBED_SHAPED="rate $rate, latency $latency (netem)" ;;
     delay_link) TESTBED_SHAPED="rate $rate (tbf), latency $latency (delay_link: this kernel has no netem)" ;;
     *) TESTBED_SHAPED="rate $rate, latency not shaped"
-      [ -n "$latency" ] && TESTBED_SHAPED="rate $rate (tbf); latency $latency not shaped: no netem, no delay_link" ;;
+      [ -n "$latency" ] && TESTBED_SHAPED="rate $rate (tbf); latency $latency not shaped: no netem, no delay_link or /dev/net/tun" ;;
   esac
   echo "testbed: $TESTBED_NODES nodes, each uplink $TESTBED_SHAPED"
 }
