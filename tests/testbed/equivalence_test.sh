@@ -28,7 +28,23 @@ train() {
 }
 
 train one 1
+# What node 0 sends to the switch during full sharding over 4 is what the plan's rings
+# count (6 steps), to 10%: Open MPI's own all-gather, which sends each rank's part to
+# both ranks of the other node, put 27% more on the link (src/comm/ring.c).
+sent_before=$(in_ns sw cat /sys/class/net/port0/statistics/rx_bytes)
 train full 4
+sent=$(($(in_ns sw cat /sys/class/net/port0/statistics/rx_bytes) - sent_before))
+"$FSDP" plan --model gpt2-tiny --world-size 4 --ranks-per-node 2 --batch-size 2 --seq-len 64 --format json \
+  2>/dev/null >"$tmp/full.plan"
+"$PYTHON" - "$tmp/full.plan" "$sent" <<'PY' || exit 1
+import json, sys
+plan = json.load(open(sys.argv[1]))
+planned = 6 * plan["sent_bytes_per_step"]["between_nodes"] * plan["ranks_per_node"]
+ratio = int(sys.argv[2]) / planned
+print(f"full over 4: node 0 sent {int(sys.argv[2])} bytes between nodes, {ratio:.3f} of the plan's rings")
+if not 0.95 <= ratio <= 1.10:
+    sys.exit("FAIL: the bytes between nodes are not the rings' (Open MPI's all-gather sends more)")
+PY
 train hsdp 4 --mesh 2,2
 train ddp 4 --sharding none
 # Where the ranks ran: two hosts, two ranks each.
