@@ -64,6 +64,9 @@ done
 [ -x "$FSDP" ] || { echo "no $FSDP: build first (scripts/build.sh)" >&2; exit 1; }
 [ -r "$DATA" ] || { echo "no data file $DATA" >&2; exit 1; }
 case "$NODES" in [2-9]) ;; *) echo "--nodes: $NODES is not a count of 2 to 9 nodes" >&2; exit 2 ;; esac
+case "$REPEATS" in ''|*[!0-9]*|0) echo "--repeats: '$REPEATS' is not a positive count of runs" >&2; exit 2 ;; esac
+[ -z "$REPLAN" ] || [ -f "$REPLAN/one-node-full-1.jsonl" ] ||
+  { echo "--replan: '$REPLAN' holds no runs kept by --keep (no one-node-full-1.jsonl)" >&2; exit 2; }
 case "$(echo "$CALIBRATE_ON" | wc -w)" in 1|2) ;; *) echo "--calibrate-on: one or two shapes" >&2; exit 2 ;; esac
 TESTBED_DELAY_LINK="$(dirname "$FSDP")/tests/delay_link"
 [ -x "$TESTBED_DELAY_LINK" ] || TESTBED_DELAY_LINK=""
