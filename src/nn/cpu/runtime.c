@@ -1,7 +1,8 @@
 /* The runtime's kernels on the CPU (AdamW, which runs on the home stream alone: adamw.c).
  * They run on the comm streams' threads as well as on the compute thread, so they are
  * single-threaded loops: an OpenMP team of their own would fight the compute thread's for
- * the cores. */
+ * the cores. The grad norm's sum of squares is the exception: like AdamW it is launched
+ * only on the home stream (fsdp_model_measure_grad_norm). */
 #include <math.h>
 #include <string.h>
 
@@ -71,9 +72,27 @@ void cpu_sum(void *p) {
   *(double *)a->sum.data += sum_of(f32(a->x), tensor_numel(&a->x), 0);
 }
 
+/* The sum of squares of a whole gradient shard, in blocks spread over the threads (one
+ * core alone reads 7 GB/s: 6 ms a step of shakespeare-char's 10.7M parameters). The
+ * blocks depend on n alone, and their sums are added pairwise in one fixed order: the
+ * same bits for any thread count. */
+enum { SQUARES_BLOCKS = 256, SQUARES_BLOCK_LEAST = 1 << 14 };
+
 void cpu_sum_squares(void *p) {
   const struct sum_args *a = p;
-  *(double *)a->sum.data += sum_of(f32(a->x), tensor_numel(&a->x), 1);
+  const float *x = f32(a->x);
+  size_t n = tensor_numel(&a->x), block = (n + SQUARES_BLOCKS - 1) / SQUARES_BLOCKS;
+  block = block < SQUARES_BLOCK_LEAST ? SQUARES_BLOCK_LEAST : (block + LANES - 1) / LANES * LANES;
+  int blocks = (int)((n + block - 1) / block);
+  double partial[SQUARES_BLOCKS] = {0};
+#pragma omp parallel for schedule(static) if (blocks > 1)
+  for (int b = 0; b < blocks; b++) {
+    size_t first = (size_t)b * block;
+    partial[b] = sum_of(x + first, n - first < block ? n - first : block, 1);
+  }
+  for (int width = SQUARES_BLOCKS / 2; width > 0; width /= 2)
+    for (int b = 0; b < width; b++) partial[b] += partial[b + width];
+  *(double *)a->sum.data += partial[0];
 }
 
 void cpu_fill(void *p) {
