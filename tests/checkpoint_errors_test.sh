@@ -5,7 +5,10 @@
 # that shapes training changed, another data set (unless --data-changed accept), a
 # checkpoint from before data positions (the same), a data position past the data order's
 # epochs. --resume auto skips and removes incomplete checkpoints,
-# starts fresh (saying so) where there is none, and --keep-last keeps the newest.
+# starts fresh (saying so) where there is none, appending to --log, and --keep-last
+# keeps the newest, removing a linked step folder as a link. A checkpoint directory
+# holding later steps than the run starts from is refused, and so are --log and --trace
+# naming the run's data.
 # Usage: checkpoint_errors_test.sh path/to/fsdp PYTHON SOURCE_DIR MPIRUN...
 . "$(dirname "$0")/train_test_setup.sh"
 MPIRUN="$*"
@@ -144,13 +147,50 @@ else
 fi
 
 mkdir "$tmp/empty"
-run --checkpoint-dir "$tmp/empty" --resume auto
+echo '{"step": 9}' > "$tmp/kept.jsonl"
+run --checkpoint-dir "$tmp/empty" --resume auto --log "$tmp/kept.jsonl"
 if [ "$rc" -eq 0 ] && grep -q "resume: no complete checkpoint in '$tmp/empty': starting fresh" "$tmp/out.txt" &&
-  grep -q '^step     1/6' "$tmp/out.txt"; then
-  echo "ok   auto-starts-fresh"
+  grep -q '^step     1/6' "$tmp/out.txt" && [ "$(head -n 1 "$tmp/kept.jsonl")" = '{"step": 9}' ]; then
+  echo "ok   auto-starts-fresh, appending to the log"
 else
-  fail "auto-starts-fresh: exit $rc"
+  fail "auto-starts-fresh: exit $rc, log starts $(head -c 40 "$tmp/kept.jsonl")"
 fi
+
+# Checkpoints of later steps than the run starts from are another run's: --keep-last
+# would keep them over the run's own (it deleted step 5 as it was announced), and
+# --resume auto would later take them.
+c=$(fresh later)
+expect_error resume-before-later "--checkpoint-dir: '$tmp/later' holds 2 checkpoint(s) of steps after step 2" \
+  --resume "$tmp/later/step-00000002" --checkpoint-dir "$tmp/later" --keep-last 1
+expect_error fresh-over-earlier "--checkpoint-dir: '$tmp/later' holds 3 checkpoint(s) of an earlier run" \
+  --checkpoint-dir "$tmp/later"
+[ "$(ls "$tmp/later" | tr '\n' ' ')" = "step-00000002 step-00000004 step-00000006 " ] ||
+  fail "later: left $(ls "$tmp/later" | tr '\n' ' ')"
+
+# --keep-last removes a step folder that is a link as a link, not what it points to.
+c=$(fresh linked)
+mkdir "$tmp/linking"
+ln -s "$tmp/linked/step-00000002" "$tmp/linking/step-00000002"
+run --resume "$tmp/linking/step-00000002" --checkpoint-dir "$tmp/linking" --checkpoint-every 2 --keep-last 1
+if [ "$rc" -ne 0 ]; then
+  fail "linked: exit $rc"
+elif [ -e "$tmp/linking/step-00000002" ] || [ -L "$tmp/linking/step-00000002" ]; then
+  fail "linked: the link step-00000002 was not removed"
+elif [ ! -f "$tmp/linked/step-00000002/metadata.json" ] || [ ! -f "$tmp/linked/step-00000002/rank-00000.bin" ]; then
+  fail "linked: the checkpoint the link pointed to lost its files"
+else
+  echo "ok   keep-last-removes-a-link"
+fi
+
+# What a run writes must not be the data it reads.
+cp "$tmp/corpus.txt" "$tmp/data.txt"
+DATA=$tmp/data.txt
+expect_error log-over-data "--log: '$tmp/data.txt' is the token file '$tmp/data.txt' that the run reads" \
+  --log "$tmp/data.txt"
+expect_error trace-over-data "--trace: '$tmp/./data.txt' is the token file '$tmp/data.txt' that the run reads" \
+  --trace "$tmp/./data.txt"
+unset DATA
+cmp -s "$tmp/corpus.txt" "$tmp/data.txt" || fail "log-over-data: the data file was changed"
 
 echo "checkpoint_errors: $failed failed"
 [ "$failed" -eq 0 ]

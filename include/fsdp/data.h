@@ -222,6 +222,9 @@ void data_loader_describe(struct data_loader *l, struct data_position p, const c
                           size_t *shard_window);
 /* The epoch global batch b starts in. */
 uint64_t data_loader_epoch(const struct data_loader *l, uint64_t b);
+/* The shard of --data or --val-data that is the file at path (by its identity: another
+ * name of it too), or NULL: what a run writes must not be a file it reads. */
+const struct data_shard *data_loader_shard_at(const struct data_loader *l, const char *path);
 void data_loader_free(struct data_loader *l);
 
 /* ---- tokenize_files.c: fsdp tokenize's pipeline ---- */

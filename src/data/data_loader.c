@@ -7,6 +7,7 @@
  * its windows in their order, every time. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fsdp/error.h"
 #include "fsdp/log.h"
@@ -178,6 +179,18 @@ void data_loader_describe(struct data_loader *l, struct data_position p, const c
   const struct token_range *r = &l->train.order.ranges[w.range];
   *shard_name = l->train_set.shards[r->shard].name;
   *shard_window = w.window; /* a training range starts at its shard's first token */
+}
+
+const struct data_shard *data_loader_shard_at(const struct data_loader *l, const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0) return NULL;
+  const struct data_set *sets[] = {&l->train_set, &l->val_set};
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < sets[k]->n_shards; i++) {
+      const struct data_shard *shard = &sets[k]->shards[i];
+      if (shard->inode == (uint64_t)st.st_ino && shard->device == (uint64_t)st.st_dev) return shard;
+    }
+  return NULL;
 }
 
 void data_loader_free(struct data_loader *l) {

@@ -100,6 +100,14 @@ static void warn_not_removed(const char *path) {
 
 void ckpt_remove(const char *step_dir) {
   char why[1024];
+  struct stat st;
+  if (lstat(step_dir, &st) != 0) return warn_not_removed(step_dir);
+  /* A link (to a checkpoint kept elsewhere) goes as a link: what it points to is not in
+   * the checkpoint directory, and not the run's to remove. */
+  if (S_ISLNK(st.st_mode)) {
+    if (unlink(step_dir) != 0) warn_not_removed(step_dir);
+    return;
+  }
   struct ckpt_path metadata = ckpt_path_join(step_dir, CKPT_METADATA);
   if (unlink(metadata.s) != 0 && errno != ENOENT) return warn_not_removed(metadata.s);
   if (durable_sync_dir(step_dir, why, sizeof why) != 0) fsdp_log_info("checkpoint: warning: %s", why);

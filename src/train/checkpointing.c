@@ -131,6 +131,27 @@ static int resume(const struct checkpointing *c) {
   return step;
 }
 
+/* Complete checkpoints of steps after the one this run starts from are another run's
+ * (one this run went back from, or one it does not resume): --keep-last would keep them
+ * over this run's own, and --resume auto would later go on from them. */
+static void refuse_later_checkpoints(const char *dir, int done) {
+  int *steps, n = ckpt_dir_steps(dir, 1, &steps);
+  int later = 0;
+  while (later < n && steps[n - 1 - later] > done) later++;
+  if (later) {
+    struct ckpt_path newest = ckpt_step_dir(dir, steps[n - 1]);
+    if (done)
+      fsdp_fatal("--checkpoint-dir: '%s' holds %d checkpoint(s) of steps after step %d, which this run resumes from "
+                 "(the newest '%s'), of the run it goes back from: its own would mix with them. Move them elsewhere, "
+                 "or give another --checkpoint-dir",
+                 dir, later, done, newest.s);
+    fsdp_fatal("--checkpoint-dir: '%s' holds %d checkpoint(s) of an earlier run (the newest '%s'): --resume auto "
+               "continues it; to start afresh, move them elsewhere or give another --checkpoint-dir",
+               dir, later, newest.s);
+  }
+  free(steps);
+}
+
 int checkpointing_begin(struct checkpointing *c, const struct ckpt_parts *parts, struct comm_group *group) {
   memset(c, 0, sizeof *c);
   c->parts = *parts;
@@ -143,8 +164,11 @@ int checkpointing_begin(struct checkpointing *c, const struct ckpt_parts *parts,
   if (c->dir && c->rank == 0) ckpt_dir_create(c->dir);
   if (c->dir) fsdp_checkpoint_snapshot_init(parts->model, &c->snapshot);
   int done = config->resume ? resume(c) : 0;
-  /* What a killed run left half-written is never loaded; it goes now. */
-  if (c->dir && c->rank == 0) ckpt_dir_prune(c->dir, 0);
+  if (c->dir && c->rank == 0) {
+    refuse_later_checkpoints(c->dir, done);
+    /* What a killed run left half-written is never loaded; it goes now. */
+    ckpt_dir_prune(c->dir, 0);
+  }
   return done;
 }
 
@@ -215,12 +239,8 @@ static void start(struct checkpointing *c, int step) {
   fsdp_checkpoint_snapshot(p->model, &c->snapshot);
   double copied = time_now_ms();
   struct ckpt_path step_dir = ckpt_step_dir(c->dir, step);
-  if (c->rank == 0) {
-    struct stat st;
-    /* A checkpoint of this step from an earlier run (resumed from an older one) is replaced. */
-    if (stat(step_dir.s, &st) == 0) ckpt_remove(step_dir.s);
-    if (mkdir(step_dir.s, 0755) != 0) fsdp_fatal("--checkpoint-dir: cannot create '%s': %s", step_dir.s, strerror(errno));
-  }
+  if (c->rank == 0 && mkdir(step_dir.s, 0755) != 0)
+    fsdp_fatal("--checkpoint-dir: cannot create '%s': %s", step_dir.s, strerror(errno));
   /* No rank writes before the directory is there. */
   comm_barrier(c->group);
   struct ckpt_path file = ckpt_path_join(step_dir.s, ckpt_rank_file(c->rank).s);

@@ -34,7 +34,7 @@ struct step_metrics {
   struct mem_stats host_mem;
 };
 
-/* Opens the JSON-lines log for writing, or for appending (a resumed run); NULL path: no
+/* Opens the JSON-lines log for writing, or for appending (a run given --resume); NULL path: no
  * log. A failure names the file. */
 FILE *metrics_open_log(const char *path, int append);
 void metrics_report_step(FILE *log, const char *log_path, const struct step_metrics *m);

@@ -6,7 +6,9 @@
 
 #include "checkpointing.h"
 #include "fsdp/comm.h"
+#include "fsdp/data.h"
 #include "fsdp/device.h"
+#include "fsdp/error.h"
 #include "fsdp/log.h"
 #include "fsdp/memory.h"
 #include "fsdp/trace.h"
@@ -56,6 +58,20 @@ static int stop(struct checkpointing *c, struct trainer *t, int step, int sig) {
   return 128 + sig;
 }
 
+/* What the run writes must not be a file it reads: --log opened over a token file would
+ * truncate it, --trace replace it. */
+static void check_outputs_are_not_data(const struct trainer *t) {
+  const struct train_config *c = &t->cfg;
+  const char *const flags[] = {"--log", "--trace", "--memory-snapshot"};
+  const char *const paths[] = {c->log_path, c->trace_path, c->snapshot_path};
+  for (int i = 0; i < 3; i++) {
+    const struct data_shard *shard = paths[i] ? data_loader_shard_at(&t->data, paths[i]) : NULL;
+    if (shard)
+      fsdp_fatal("%s: '%s' is the token file '%s' that the run reads: writing it would destroy the data", flags[i],
+                 paths[i], shard->path);
+  }
+}
+
 int train_run(const struct train_config *c) {
   comm_set_timeout(c->comm_timeout);
   struct comm_group *world = comm_world();
@@ -66,11 +82,14 @@ int train_run(const struct train_config *c) {
   double peak = peak_gflops(c->peak_gflops, c->mp.param_dtype, device, world) * comm_size(world);
   struct trainer t;
   trainer_setup(&t, c, device, world, 0);
+  check_outputs_are_not_data(&t);
   t.peak_gflops = peak;
   struct ckpt_parts parts = {&t.cfg, t.world_size, t.B, &t.fsdp, &t.data, &t.schedule, &t.optimizer_steps, &t.scaler};
   struct checkpointing checkpoints;
   int done = checkpointing_begin(&checkpoints, &parts, world);
-  FILE *log = rank == 0 ? metrics_open_log(c->log_path, done > 0) : NULL;
+  /* A run asked to resume appends, even where it found nothing to resume from (a
+   * mistyped --checkpoint-dir): the log of the run it meant to continue is kept. */
+  FILE *log = rank == 0 ? metrics_open_log(c->log_path, done > 0 || c->resume) : NULL;
   int status = 0;
   for (int step = done + 1; step <= c->steps; step++) {
     struct step_metrics m;
