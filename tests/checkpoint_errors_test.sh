@@ -122,6 +122,26 @@ json.dump(meta, open(sys.argv[1], "w"))
 PY
 expect_error far-epoch "checkpoint metadata '$c/metadata.json': its data position's epoch 2147483648 (window" \
   --resume "$c"
+# Metadata edited by hand (the hostile-user pass of 2026-12-07): a step past the
+# schedule's end reached an internal check; pieces moved off their places and a loss scale
+# beyond fp32 were taken, and trained on garbage.
+edit() {  # edit NAME PYTHON: a copy of the good step-4 checkpoint, its metadata as "meta" edited by the code
+  c=$(fresh "$1")
+  "$PYTHON" -c "import json, sys
+meta = json.load(open(sys.argv[1]))
+$2
+json.dump(meta, open(sys.argv[1], 'w'))" "$c/metadata.json"
+}
+edit past-schedule 'meta["state"]["lr_schedule"]["steps"] = 2'
+expect_error past-schedule "checkpoint metadata '$c/metadata.json': its step 4 is past its lr_schedule's 2 steps" \
+  --resume "$c"
+edit moved-piece 'meta["files"][0]["pieces"][0]["offset"] = 1'
+expect_error moved-piece "checkpoint file '$c/rank-00000.bin': the piece of" --resume "$c"
+edit shared-bytes 'meta["files"][0]["pieces"][1]["offset"] = 0'
+expect_error shared-bytes "(a file's pieces lie end to end)" --resume "$c"
+edit huge-scale 'meta["state"]["loss_scale"] = 1e300'
+expect_error huge-scale "checkpoint metadata '$c/metadata.json': 'loss_scale' is not a non-negative fp32 number" \
+  --resume "$c"
 expect_error steps-at-checkpoint "--steps 4: the checkpoint '$tmp/good/step-00000004' is at step 4" \
   --resume "$tmp/good/step-00000004" --steps 4
 expect_error auto-without-dir "--resume auto: needs --checkpoint-dir" --resume auto

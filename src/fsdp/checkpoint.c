@@ -138,6 +138,7 @@ static void read_at(struct reader *rd, int f, void *dst, size_t bytes, size_t of
 static void check_pieces(const struct reader *rd, const struct ckpt_tensor *tensors, int n_tensors) {
   for (int f = 0; f < rd->n_files; f++) {
     const struct ckpt_file *file = &rd->files[f];
+    size_t end_of_last = 0;
     for (int k = 0; k < file->n_pieces; k++) {
       const struct ckpt_piece *pc = &file->pieces[k];
       const struct ckpt_tensor *t = NULL;
@@ -147,10 +148,19 @@ static void check_pieces(const struct reader *rd, const struct ckpt_tensor *tens
       if (pc->begin >= pc->end || pc->end > t->numel)
         fsdp_fatal("checkpoint file '%s': elements [%zu, %zu) of '%s' are not within its %zu elements", file->path,
                    pc->begin, pc->end, pc->tensor, t->numel);
+      /* As the writer lays them: end to end, so that no two share a byte. */
+      if (pc->offset != end_of_last)
+        fsdp_fatal("checkpoint file '%s': the piece of '%s' is at byte %zu, where the one before it ends at byte %zu "
+                   "(a file's pieces lie end to end)",
+                   file->path, pc->tensor, pc->offset, end_of_last);
       if (pc->offset > file->bytes || piece_bytes(pc->end - pc->begin) > file->bytes - pc->offset)
         fsdp_fatal("checkpoint file '%s': the piece of '%s' at byte %zu runs past the file's %zu bytes", file->path,
                    pc->tensor, pc->offset, file->bytes);
+      end_of_last = pc->offset + piece_bytes(pc->end - pc->begin);
     }
+    if (end_of_last != file->bytes)
+      fsdp_fatal("checkpoint file '%s': its pieces end at byte %zu, before the file's %zu bytes", file->path,
+                 end_of_last, file->bytes);
   }
 }
 

@@ -4,6 +4,7 @@
  * read by every rank on resume and checked against the run. */
 #include <cJSON.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -373,8 +374,8 @@ static void read_state(const char *path, const cJSON *root, struct train_state *
   s->optimizer_steps = get_int(path, j, "optimizer_steps");
   s->good_steps = get_int(path, j, "loss_scale_good_steps");
   const cJSON *scale = get(path, j, "loss_scale");
-  if (!cJSON_IsNumber(scale) || !(scale->valuedouble >= 0.0) || !isfinite(scale->valuedouble))
-    fsdp_fatal("checkpoint metadata '%s': 'loss_scale' is not a non-negative number", path);
+  if (!cJSON_IsNumber(scale) || !(scale->valuedouble >= 0.0) || scale->valuedouble > FLT_MAX)
+    fsdp_fatal("checkpoint metadata '%s': 'loss_scale' is not a non-negative fp32 number", path);
   s->loss_scale = (float)scale->valuedouble;
   if (s->step != get_int(path, root, "step") || s->optimizer_steps > s->step)
     fsdp_fatal("checkpoint metadata '%s': its steps disagree", path);
@@ -519,6 +520,10 @@ static void read_meta(const char *step_dir, const struct fsdp_model *m, const st
   read_state(path, root, &out->state);
   if (p) read_data(path, root, p, &out->state);
   if (p) out->state.schedule = read_schedule(path, root, get_object(path, root, "state"), p->config);
+  /* The run that wrote it was at a step of its schedule. */
+  if (p && out->state.step > out->state.schedule.total)
+    fsdp_fatal("checkpoint metadata '%s': its step %d is past its lr_schedule's %d steps", path, out->state.step,
+               out->state.schedule.total);
   const cJSON *files = get_array(path, root, "files");
   out->n_files = cJSON_GetArraySize(files);
   if (out->n_files == 0) fsdp_fatal("checkpoint metadata '%s' lists no files", path);
