@@ -117,6 +117,15 @@ void make_plan(const struct command_options *o, const struct train_config *run, 
   p->machine = *machine;
   p->machine.links.ranks_per_node = plan_ranks_per_node(o, run, world_size);
   plan_step(run, world_size, &p->machine, &p->step);
+  /* Figures each in range may still multiply beyond a double (an --efficiency near 0). */
+  const struct step_time *t = &p->step.time;
+  double times[] = {t->step_ms, t->tokens_per_s, t->all_gather_ms, t->reduce_scatter_ms, t->replicate_ms,
+                    t->exposed_ms};
+  for (size_t i = 0; i < sizeof times / sizeof times[0]; i++)
+    if (!isfinite(times[i]))
+      fsdp_fatal("plan: at world size %d the step takes %g ms, its all-gathers %g, its reduce-scatters %g: no time "
+                 "the clock can keep; the figures of --gpu, --link, --efficiency or --calibrate are beyond a machine's",
+                 world_size, t->step_ms, t->all_gather_ms, t->reduce_scatter_ms);
   split_by_node(p);
 }
 

@@ -12,6 +12,7 @@
 
 #include "fsdp/error.h"
 #include "fsdp/flags.h"
+#include "fsdp/log.h"
 #include "fsdp/output_file.h"
 #include "plan.h"
 
@@ -39,6 +40,12 @@ static int world_sizes(const char *spec, int *out) {
     int first, last;
     flag_int_pair("--sweep", spec, ':', 1, "W1:W2 (e.g. 8:1024)", &first, &last);
     if (first > last) fsdp_fatal("--sweep %s: %d is above %d", spec, first, last);
+    /* --help promises the powers of two from W1 to W2: doubling from another W1 plans none
+     * of them (W2 bounds them only). */
+    if (first & (first - 1))
+      fsdp_fatal("--sweep %s: %d is not a power of two (W1:W2 plans the powers of two from W1 up to W2; list others "
+                 "as W,W,...)",
+                 spec, first);
     for (long w = first; w <= last && n < SWEEP_MAX_SIZES; w *= 2) out[n++] = (int)w;
     return n;
   }
@@ -215,9 +222,25 @@ static void draw(const char *path, const struct sweep_row *rows, int n, const in
   text_free(&f);
 }
 
+/* The world sizes --ranks-per-node divides, as a plan at one world size must be; says
+ * which it leaves out. */
+static int laid_out(const struct command_options *o, int *sizes, int n) {
+  int kept = 0;
+  for (int i = 0; i < n; i++)
+    if (sizes[i] % o->ranks_per_node == 0)
+      sizes[kept++] = sizes[i];
+    else
+      fsdp_log_info("sweep: world size %d left out: --ranks-per-node %d does not divide it", sizes[i],
+                    o->ranks_per_node);
+  if (kept == 0)
+    fsdp_fatal("--sweep %s: --ranks-per-node %d divides none of its world sizes", o->sweep, o->ranks_per_node);
+  return kept;
+}
+
 int plan_sweep(const struct command_options *o, const struct plan_machine *machine) {
   int sizes[SWEEP_MAX_SIZES];
   int n_sizes = world_sizes(o->sweep, sizes);
+  if (o->ranks_per_node) n_sizes = laid_out(o, sizes, n_sizes);
   int cuda = strcmp(o->run.model.device, "cuda") == 0;
   double limit = o->memory_limit ? (double)o->memory_limit : machine->capacity_bytes;
   int batches[2] = {o->run.batch_size ? o->run.batch_size : 1, 0};

@@ -9,15 +9,23 @@
 #include "fsdp/input_file.h"
 #include "fsdp/log.h"
 #include "fsdp/train.h"
+#include "mfu.h"
 
 /* What the log's steps took, each the median over its steps after the first two; the
- * exposed communication -1 where the log has none (the cuda streams are not timed). */
+ * exposed communication -1 where the log has none (the cuda streams are not timed). A log
+ * names no model, batch or sequence length: its tokens a step and FLOPs a token stand for
+ * them. */
 struct logged_run {
-  int world_size, threads, steps; /* threads: a rank's on the cpu, 0 where the log does not say */
+  int world_size, threads, steps; /* threads: a rank's on the cpu, -1 where the log does not say (cuda) */
   double step_ms, exposed_ms;
+  double tokens, flops_per_token; /* a step's over all ranks, from tokens_per_s and gflops */
 };
 
 enum { LOG_MAX_STEPS = 1 << 20 };
+
+/* A fit beyond these is of no machine like the one planned: a log of another, or a step
+ * the plan cannot meet (shorter than its launches). */
+static const double COMPUTE_SCALE_MIN = 1e-4, COMPUTE_SCALE_MAX = 1e4;
 
 static int compare_doubles(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -45,7 +53,7 @@ static void read_log(const char *path, struct logged_run *run) {
   char *text = input_file_read_all("--calibrate log", path, INPUT_JSON_MAX_BYTES, &length);
   double *step = NULL, *exposed = NULL;
   int n = 0, cap = 0, at = 0;
-  run->world_size = 0;
+  *run = (struct logged_run){0};
   for (char *line = text, *next; *line; line = next) {
     at++;
     char *end = strchr(line, '\n');
@@ -67,6 +75,9 @@ static void read_log(const char *path, struct logged_run *run) {
                    run->world_size);
       run->world_size = w;
       step[n] = number(j, "step_ms", 0, path, at);
+      double tokens_per_s = number(j, "tokens_per_s", 0, path, at);
+      run->tokens = tokens_per_s * step[n] / 1e3;
+      run->flops_per_token = number(j, "gflops", 0, path, at) * 1e9 / tokens_per_s;
       exposed[n] = number(j, "exposed_comm_ms", 1, path, at);
       run->threads = (int)number(j, "threads_per_rank", 1, path, at);
       n++;
@@ -81,6 +92,26 @@ static void read_log(const char *path, struct logged_run *run) {
   run->exposed_ms = median(exposed, n);
   free(step);
   free(exposed);
+}
+
+/* Within the digits cJSON writes a double with, and NaN never. */
+static int same(double a, double b) { return fabs(a - b) <= 1e-6 * fabs(b); }
+
+/* Fitting another configuration's steps would scale the rates by how much more or less
+ * work they did: the log's must be c's at its world size (plan p). */
+static void check_configuration(const struct train_config *c, const char *path, const struct logged_run *run,
+                                const struct step_plan *p) {
+  double tokens = (double)p->B * c->seq_len * run->world_size * c->grad_accum;
+  if (!same(run->tokens, tokens))
+    fsdp_fatal("--calibrate '%s': its steps are of %.6g tokens (tokens_per_s x step_ms), this plan's at its world "
+               "size %d of %.6g (batch %d x --seq-len %d x %d ranks x --grad-accum %d): a log of another batch "
+               "size, sequence length or accumulation",
+               path, run->tokens, run->world_size, tokens, p->B, c->seq_len, run->world_size, c->grad_accum);
+  double flops = mfu_flops_per_token(&c->model.config, c->seq_len, p->numel);
+  if (!same(run->flops_per_token, flops))
+    fsdp_fatal("--calibrate '%s': its steps did %.6g GFLOP a token (gflops / tokens_per_s), this plan's %.6g (%s, "
+               "%zu parameters): a log of another model",
+               path, run->flops_per_token / 1e9, flops / 1e9, c->model.name, p->numel);
 }
 
 /* The compute a step takes outside its exposed communication. */
@@ -113,7 +144,11 @@ static void fit_links(const struct train_config *c, struct plan_machine *m, int 
 void plan_calibrate(const struct train_config *c, struct plan_machine *m, const char *log_path) {
   struct logged_run run;
   read_log(log_path, &run);
-  if (m->cpu_cores && run.threads > 0 && run.threads != m->threads_per_rank)
+  int on_cpu = run.threads >= 0;
+  if (on_cpu != (m->cpu_cores > 0))
+    fsdp_fatal("--calibrate '%s': a log of a run on %s (its lines carry %sthreads_per_rank), this plan is for %s",
+               log_path, on_cpu ? "the cpu" : "cuda", on_cpu ? "" : "no ", on_cpu ? "cuda" : "the cpu");
+  if (m->cpu_cores && run.threads != m->threads_per_rank)
     fsdp_fatal("--calibrate '%s': its ranks ran %d OpenMP threads each, this plan's %d: plan with "
                "OMP_NUM_THREADS=%d, as the run was",
                log_path, run.threads, m->threads_per_rank, run.threads);
@@ -129,6 +164,13 @@ void plan_calibrate(const struct train_config *c, struct plan_machine *m, const 
   struct plan_machine at_log = *m;
   if (at_log.links.ranks_per_node > run.world_size) at_log.links.ranks_per_node = run.world_size;
   struct step_plan *p = fsdp_xmalloc(sizeof *p);
+  plan_step(&logged, run.world_size, &at_log, p);
+  check_configuration(&logged, log_path, &run, p);
+  double mfu = run.flops_per_token * run.tokens / (run.step_ms / 1e3) / (run.world_size * m->peak_flops);
+  if (!(mfu <= 1))
+    fsdp_fatal("--calibrate '%s': its steps of %.6g ms reach %.4g%% of the peak of %s (%.4g TFLOP/s a rank): a "
+               "log of a faster machine",
+               log_path, run.step_ms, 100 * mfu, m->name, m->peak_flops / 1e12);
   /* Faster compute hides more of the collectives, slower links expose more of them: a few
    * rounds settle the two. */
   for (int round = 0; round < 3; round++) {
@@ -139,6 +181,11 @@ void plan_calibrate(const struct train_config *c, struct plan_machine *m, const 
     if (timed && run.world_size > 1) fit_links(&logged, &at_log, run.world_size, run.exposed_ms, p);
   }
   free(p);
+  if (!(at_log.compute_scale >= COMPUTE_SCALE_MIN && at_log.compute_scale <= COMPUTE_SCALE_MAX))
+    fsdp_fatal("--calibrate '%s': its steps of %.6g ms (%.6g outside exposed communication) fit compute at %.3g x "
+               "the rates of %s, beyond %g .. %g x: a log of another machine, or a step this one cannot take",
+               log_path, run.step_ms, outside_ms, at_log.compute_scale, m->name, COMPUTE_SCALE_MIN,
+               COMPUTE_SCALE_MAX);
   m->compute_scale = at_log.compute_scale;
   m->intra_scale = at_log.intra_scale;
   m->links.inter.latency_s = at_log.links.inter.latency_s;

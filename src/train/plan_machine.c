@@ -31,6 +31,24 @@ static const struct flag_unit SIZE_UNITS[] = {{"MB", 1e6}, {"GB", 1e9}, {"TB", 1
 static const char SIZE_FORM[] = "a size such as 80GiB or 96GB";
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
+/* Around any machine's, with room on both sides: beyond them a step's times stop being
+ * finite (a subnormal rate's, an overflowing latency's) or are of no machine. */
+static const double RATE_MIN = 1e3, RATE_MAX = 1e15, LATENCY_MIN = 1e-9, LATENCY_MAX = 1;
+
+static double rate_figure(const char *flag, const char *spec, const char *text) {
+  double v = flag_quantity(flag, text, RATE_UNITS, COUNT(RATE_UNITS), RATE_FORM);
+  if (v < RATE_MIN || v > RATE_MAX)
+    fsdp_fatal("%s %s: '%s' is outside the rates of a machine, 1kB/s .. 1PB/s", flag, spec, text);
+  return v;
+}
+
+static double latency_figure(const char *spec, const char *text) {
+  double v = flag_quantity("--link", text, TIME_UNITS, COUNT(TIME_UNITS), TIME_FORM);
+  if (v < LATENCY_MIN || v > LATENCY_MAX)
+    fsdp_fatal("--link %s: '%s' is outside the latencies of a link, 1ns .. 1s", spec, text);
+  return v;
+}
+
 /* Line rates, one way, of one GPU's (one rank's) share, and a ring step's latency. */
 static const struct link_preset {
   const char *name;
@@ -146,8 +164,8 @@ void plan_machine_link(struct plan_machine *m, const char *spec) {
     names(known, sizeof known, &LINKS[0].name, COUNT(LINKS), sizeof LINKS[0]);
     fsdp_fatal("--link %s: unknown link '%s' (known: %s; or RATE[,LATENCY] such as 900GB/s,2us)", spec, rate, known);
   }
-  l->bytes_per_s = flag_quantity("--link", rate, RATE_UNITS, COUNT(RATE_UNITS), RATE_FORM);
-  l->latency_s = comma ? flag_quantity("--link", comma + 1, TIME_UNITS, COUNT(TIME_UNITS), TIME_FORM) : 5e-6;
+  l->bytes_per_s = rate_figure("--link", spec, rate);
+  l->latency_s = comma ? latency_figure(spec, comma + 1) : 5e-6;
   snprintf(label, PLAN_NAME_MAX, "%s", value);
 }
 
@@ -213,9 +231,9 @@ void plan_machine_gpu(struct plan_machine *m, const char *spec) {
     if (eq && strcmp(field, "memory") == 0)
       m->capacity_bytes = flag_quantity("--gpu", eq + 1, SIZE_UNITS, COUNT(SIZE_UNITS), SIZE_FORM);
     else if (eq && strcmp(field, "hbm") == 0)
-      m->memory_bytes_per_s = flag_quantity("--gpu", eq + 1, RATE_UNITS, COUNT(RATE_UNITS), RATE_FORM);
+      m->memory_bytes_per_s = rate_figure("--gpu", spec, eq + 1);
     else if (eq && strcmp(field, "host") == 0)
-      m->host_link_bytes_per_s = flag_quantity("--gpu", eq + 1, RATE_UNITS, COUNT(RATE_UNITS), RATE_FORM);
+      m->host_link_bytes_per_s = rate_figure("--gpu", spec, eq + 1);
     else
       fsdp_fatal("--gpu %s: '%s' is not memory=SIZE, hbm=RATE or host=RATE", spec, part);
   }
