@@ -220,6 +220,11 @@ COMMAND=plan expect_error "plan --ranks-per-node" "--ranks-per-node 3 does not d
   --world-size 4 --ranks-per-node 3
 COMMAND=plan expect_error "plan batch too large" "lower --batch-size or --seq-len" --world-size 2 --model gpt2 \
   --batch-size 100000 --seq-len 1024
+# Llama's shape flags on GPT-2 (sample's KV cache broke on them, train and plan ignored them).
+COMMAND=sample expect_error "gpt2 kv heads" "--n-kv-head: Llama 3 only; --model gpt2-tiny is GPT-2" \
+  --model gpt2-tiny --n-kv-head 2 --prompt-tokens 0 --max-new-tokens 3
+COMMAND=plan expect_error "gpt2 ffn" "--ffn-hidden: Llama 3 only; --model gpt2 is GPT-2" --world-size 2 --model gpt2 \
+  --ffn-hidden 100
 COMMAND=plan expect_error "llama kv heads" "model 'llama3-8b': --n-head 32 is not divisible by --n-kv-head 5" \
   --world-size 2 --model llama3-8b --n-kv-head 5
 COMMAND=plan expect_error "llama odd head dimension" "--n-embd 4064 / --n-head 32 is an odd head dimension" \

@@ -33,6 +33,11 @@ long=$(sample --max-new-tokens 100 --seed 1)
 [ "$(echo "$long" | wc -w)" -eq 29 ] && grep -q "max_seq_len 32" "$tmp/err" && ok "stops at max_seq_len" ||
   fail "at max_seq_len: $(echo "$long" | wc -w) tokens, $(cat "$tmp/err")"
 
+# A preset's heads changed: GPT-2's kv heads follow --n-head (its KV cache kept the
+# preset's 4 and stopped at the first token).
+heads=$("$FSDP" sample --model gpt2-tiny --n-head 2 --vocab-size 300 --prompt-tokens 1 --max-new-tokens 3 2>"$tmp/err")
+[ "$(echo "$heads" | wc -w)" -eq 3 ] && ok "gpt2-tiny --n-head 2 samples" || fail "--n-head 2: '$heads' $(cat "$tmp/err")"
+
 # A byte-level model: text in, bytes out (the new tokens, then a newline).
 "$FSDP" sample --init-from "$tmp/bytes" --prompt "Hi there" --max-new-tokens 12 >"$tmp/out" 2>"$tmp/err"
 [ "$(wc -c <"$tmp/out")" -eq 13 ] && ok "a byte model prints 12 bytes" || fail "byte model: $(od -c "$tmp/out" | head -2)"

@@ -17,6 +17,7 @@
 #include "fsdp/cuda_arch.h"
 #include "fsdp/error.h"
 #include "fsdp/flags.h"
+#include "fsdp/gpt2.h"
 #include "fsdp/hf.h"
 #include "fsdp/train.h"
 
@@ -577,6 +578,22 @@ static void resolve_and_check(struct command_options *options) {
   }
 }
 
+/* GPT-2 has a key and value head for each query head and an MLP 4 --n-embd wide: Llama's
+ * --n-kv-head and --ffn-hidden do not shape it (taken, they broke its KV cache), and its
+ * kv heads follow --n-head. */
+static void check_gpt2_shape(struct command_options *o, const struct flag_parse *given) {
+  struct model_spec *m = &o->run.model;
+  if (m->family != &GPT2_FAMILY) return;
+  for (int i = 0; i < given->n_given; i++) {
+    const char *name = given->given[i].flag->name;
+    if (strcmp(name, "--n-kv-head") == 0 || strcmp(name, "--ffn-hidden") == 0)
+      fsdp_fatal("%s: Llama 3 only; --model %s is GPT-2, whose attention has --n-head heads of keys and values and "
+                 "whose MLP is 4 x --n-embd wide",
+                 name, m->name);
+  }
+  m->config.n_kv_head = m->config.n_head;
+}
+
 /* argv[0] is the command name ("train"), as in main's argv, so that the same argv
  * can go through MPI_Init first. */
 int command_options_parse(enum command command, struct command_options *o, int argc, char **argv) {
@@ -592,6 +609,7 @@ int command_options_parse(enum command command, struct command_options *o, int a
     return 1;
   }
   apply_model_source(&p, o, &given);
+  check_gpt2_shape(o, &given);
   flag_parse_free(&given);
   if (command == COMMAND_PLAN && !o->world_size && !o->sweep)
     fsdp_fatal("--world-size is required (see fsdp plan --help), but with --sweep");
