@@ -113,6 +113,52 @@ printf '{"model": {"type": "BP\000E"}}' >"$tmp/nul.json"
 expect "a NUL byte in a tokenizer.json" "--tokenizer '$tmp/nul.json': is not JSON (a NUL byte at byte 22)" tokenize \
   --tokenizer "$tmp/nul.json" -o "$tmp/x.bin" "$tmp/d1.txt"
 
+# 150000 added tokens: the loader walked the list from its start for each (150000^2 / 2
+# steps: minutes); it loads in well under a second.
+"$PYTHON" - "$tmp/gpt2.json" "$tmp/added.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["added_tokens"] += [{"id": 265 + i, "content": "<t%d>" % i, "special": True} for i in range(150000)]
+json.dump(t, open(sys.argv[2], "w"))
+PY
+timeout 60 "$FSDP" tokenize --tokenizer "$tmp/added.json" -o "$tmp/added.bin" "$tmp/d1.txt" 2>"$tmp/err" &&
+  ok "150000 added tokens load" || fail "150000 added tokens: exit $? $(cat "$tmp/err")"
+
+# A pre-token of more than 1 MiB (TEXT_PIECE_MAX_BYTES) is refused where it starts, by
+# file and byte, in bounded memory: merging one took 75 bytes of memory a byte, so 100 KB
+# of gzip (100 MiB of one letter) asked for 7.5 GB. One of exactly 1 MiB is encoded. The
+# sanitizers' shadow memory takes terabytes of address space: no limit under them.
+"$PYTHON" - "$tmp" <<'PY'
+import gzip, json, sys
+d = sys.argv[1]
+open(d + "/bomb.gz", "wb").write(gzip.compress(b"a" * (100 << 20), 9))
+open(d + "/mib.txt", "wb").write(b"a" * (1 << 20))
+open(d + "/spaces.txt", "wb").write(b"x<|doc|>the" + b" " * (2 << 20) + b"in")
+open(d + "/long.jsonl", "w").write('{"text": "the"}\n\n{"text": "in ' + "a" * (2 << 20) + '"}\n')
+PY
+# refused NAME WANT ARGS...: `fsdp tokenize ARGS` in 2 GiB of address space exits 1, says WANT, and leaves no file.
+refused() {
+  name=$1 want=$2
+  shift 2
+  (if [ -z "${FSDP_SANITIZER:-}" ]; then ulimit -v 2097152; fi; timeout 60 "$FSDP" tokenize $G --threads 2 \
+    -o "$tmp/x.bin" "$@") >"$tmp/out" 2>&1
+  rc=$?
+  if [ $rc -eq 1 ] && grep "fsdp: error:" "$tmp/out" | grep -qF -- "$want" && [ ! -e "$tmp/x.bin" ] &&
+     [ ! -e "$tmp/x.bin.tmp" ]; then
+    ok "$name"
+  else
+    fail "$name: exit $rc, expected 'fsdp: error: ...$want' and no file: $(head -n 3 "$tmp/out")"
+  fi
+}
+TOO_LONG="a pre-token of more than 1 MiB starts there"
+refused "a gzip bomb" "input '$tmp/bomb.gz', byte 0 of its text: $TOO_LONG" "$tmp/d1.txt" "$tmp/bomb.gz"
+refused "a run of spaces after a separator" "input '$tmp/spaces.txt', byte 11 of its text: $TOO_LONG" \
+  --document-separator '<|doc|>' "$tmp/spaces.txt"
+refused "a long word in JSON Lines" "input '$tmp/long.jsonl', document 2, byte 2 of its text: $TOO_LONG" \
+  --jsonl-key text "$tmp/long.jsonl"
+tokenize $G -o "$tmp/mib.bin" "$tmp/mib.txt" && grep -q "1048577 tokens" "$tmp/err" &&
+  ok "a pre-token of exactly 1 MiB is encoded" || fail "1 MiB of one letter: $(cat "$tmp/err")"
+
 # Text -> tokens -> train: the token file and the text through --tokenizer train alike.
 MODEL="--model gpt2-tiny --n-layer 2 --n-embd 64 --n-head 2 --vocab-size 272 --block-size 32"
 train() {  # train LOG ARGS...

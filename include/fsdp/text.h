@@ -35,11 +35,19 @@ void token_vec_push(struct token_vec *v, uint32_t id);
 void token_vec_append(struct token_vec *v, const uint32_t *ids, size_t n);
 void token_vec_free(struct token_vec *v);
 
+/* The longest pre-token (a piece the pattern cuts, or bytes between added tokens and
+ * matches) encoded: merging a piece takes about 75 bytes of memory a byte, so a longer
+ * one (a run of one letter, of spaces: data that is not text, a gzip bomb) is refused,
+ * naming where it starts, rather than let one input take any amount of memory. Hugging
+ * Face's tokenizers has no such limit; no text in a human language comes near it. */
+enum { TEXT_PIECE_MAX_BYTES = 1 << 20 };
+
 /* Encodes with `threads` threads (at least 1), cutting a text into parts of at least
  * chunk_bytes for them (0: a default of 256 KiB; tests make it small to cut often). */
 struct text_encoder *text_encoder_create(const struct text_tokenizer *t, int threads, size_t chunk_bytes);
 void text_encoder_free(struct text_encoder *e);
-/* Appends the ids of text[0, n) to out. */
+/* Appends the ids of text[0, n) to out. A pre-token longer than TEXT_PIECE_MAX_BYTES ends
+ * the job naming its first byte. */
 void text_encode(struct text_encoder *e, const void *text, size_t n, struct token_vec *out);
 
 /* Documents encoded as they are written, in windows of about window_bytes (0: 8 MiB per
@@ -49,8 +57,15 @@ void text_encode(struct text_encoder *e, const void *text, size_t n, struct toke
 typedef void text_sink_fn(void *context, const uint32_t *ids, size_t n);
 struct text_stream *text_stream_create(struct text_encoder *e, size_t window_bytes, int document_token,
                                        text_sink_fn *sink, void *context);
-/* More text of the current document. */
+/* More text of the current document. A pre-token longer than TEXT_PIECE_MAX_BYTES ends
+ * the job naming the document and its first byte, as text_stream_origin says. */
 void text_stream_write(struct text_stream *s, const void *text, size_t n);
+/* Where the documents written from now on come from, for that refusal to name: origin
+ * ("input 'a.txt'"; kept, not copied), and the offset there of the next byte written: in
+ * origin's text when document is 0, else in the text of origin's document'th document
+ * (a JSON string). Read where a write starts a document, whose bytes then count on from
+ * there. Without it, a document is named by its number in the stream. */
+void text_stream_origin(struct text_stream *s, const char *origin, long document, size_t offset);
 /* Ends the current document: the next write starts another. */
 void text_stream_end_document(struct text_stream *s);
 /* Ends the last document, hands everything left to the sink, and frees the stream. */

@@ -100,7 +100,9 @@ static const struct flag_parser PARSER = {
         "token, as llm.c's data scripts write them. gzip files are inflated. --output OUT.bin writes one file;\n"
         "--output PREFIX (not ending in .bin) writes shards of --shard-tokens as llm.c's fineweb.py does:\n"
         "PREFIX_val_000000.bin first (the validation shard), then PREFIX_train_000001.bin, ... Every file is\n"
-        "written under a temporary name and renamed only once all are complete.\n"};
+        "written under a temporary name and renamed only once all are complete. A pre-token (what the tokenizer's\n"
+        "pattern cuts the text into: a word, a run of spaces) of more than 1 MiB stops the run, naming the file and\n"
+        "the byte where it starts: merging it would take about 75 bytes of memory a byte.\n"};
 
 static int ends_with(const char *s, const char *tail) {
   size_t n = strlen(s), k = strlen(tail);

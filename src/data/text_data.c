@@ -1,7 +1,9 @@
 /* --data read as text through --tokenizer (train, eval): one document, tokenized in
  * memory on the cores this rank may use, with the code of fsdp tokenize, so that its ids
  * are those of `fsdp tokenize --tokenizer T --output X.bin FILE` after the header. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fsdp/cores.h"
 #include "fsdp/data.h"
@@ -20,8 +22,13 @@ void token_data_tokenize(struct token_data *d, const char *path, const char *tok
   struct text_encoder *e = text_encoder_create(t, available_cores(), 0);
   struct token_vec ids = {0};
   struct text_stream *s = text_stream_create(e, 0, text_tokenizer_document_token(t), collect, &ids);
+  size_t size = strlen(path) + sizeof "--data ''";
+  char *origin = fsdp_xmalloc(size);
+  snprintf(origin, size, "--data '%s'", path);
+  text_stream_origin(s, origin, 0, 0);
   text_input_file(s, "--data", path, NULL, NULL);
   text_stream_finish(s);
+  free(origin);
   text_encoder_free(e);
   text_tokenizer_free(t);
   if (ids.n == 0) fsdp_fatal("--data '%s' is empty", path);

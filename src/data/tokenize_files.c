@@ -7,6 +7,7 @@
  * thread writes (token_output.c: one OUT.bin, or shards named as llm.c's fineweb.py names
  * them, each under a temporary name until all are complete). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "document_reader.h"
@@ -63,19 +64,44 @@ struct text_count {
   int open; /* the current document has text */
 };
 
+/* Where the reading is, for the stream's refusal of a pre-token to name (text_stream_origin). */
+struct input_place {
+  char **origins;           /* each file's "input 'PATH'" */
+  int file;
+  int documents_are_files;  /* text files without a separator: a document's end is its file's */
+  int jsonl;                /* documents are JSON strings: offsets are in a document's text */
+  size_t separator;         /* bytes dropped between a text file's documents */
+  long document;            /* the current one's number in the file, from 1 */
+  size_t offset;            /* of the next byte */
+};
+
+static void next_document(struct input_place *at) {
+  if (at->documents_are_files) {
+    at->file++;
+    at->offset = 0;
+  } else {
+    at->document++;
+    at->offset = at->jsonl ? 0 : at->offset + at->separator;
+  }
+}
+
 /* A block's documents into the stream, counted. */
-static void feed(struct text_stream *s, const struct document_block *b, struct text_count *count) {
+static void feed(struct text_stream *s, const struct document_block *b, struct text_count *count,
+                 struct input_place *place) {
   size_t at = 0;
   for (size_t i = 0; i < b->n_pieces; i++) {
     const struct document_piece *p = &b->pieces[i];
+    text_stream_origin(s, place->origins[place->file], place->jsonl ? place->document : 0, place->offset);
     text_stream_write(s, b->text + at, p->n);
     at += p->n;
+    place->offset += p->n;
     count->bytes += p->n;
     count->open |= p->n > 0;
     if (p->ends) {
       text_stream_end_document(s);
       count->documents += (size_t)count->open; /* the stream skips a document without text */
       count->open = 0;
+      next_document(place);
     }
   }
 }
@@ -116,19 +142,35 @@ void tokenize_files(const struct tokenize_job *job) {
   struct text_encoder *e = text_encoder_create(t, job->threads, 0);
   struct ids_sink sink = {out, &progress};
   struct text_stream *s = text_stream_create(e, 0, token, ids_to_output, &sink);
-  struct document_files files = {job->files, job->n_files, job->jsonl_key, &job->separator};
-  /* Parsing JSON costs about a tenth of encoding: a parser for every 8 encoding threads. */
-  struct document_reader *reader = active_reader =
-      document_reader_start(&files, 1 + job->threads / 8, (size_t)WINDOW_BYTES_PER_THREAD * (size_t)job->threads);
   struct text_count count = {0};
-  for (struct document_block *b; (b = document_reader_next(reader));) {
-    feed(s, b, &count);
-    text_progress_add(&progress, b->file_bytes);
-    document_block_free(b);
+  /* The names outlive the files: the stream holds a file's last document until a later one fills its window. */
+  char **origins = fsdp_xcalloc((size_t)job->n_files, sizeof *origins);
+  for (int i = 0; i < job->n_files; i++) {
+    size_t size = strlen(job->files[i]) + sizeof "input ''";
+    snprintf(origins[i] = fsdp_xmalloc(size), size, "input '%s'", job->files[i]);
   }
-  active_reader = NULL;
-  document_reader_finish(reader);
+  /* Where each document is a file, the documents' ends tell the files apart and one reader reads them all. Else
+   * (JSON Lines, a separator) a reader reads each file in turn, so that the file is known where the stream refuses
+   * its text: a reader's start a file, which would slow only many small files down. */
+  int documents_are_files = !job->jsonl_key && job->separator.n == 0;
+  int run = documents_are_files ? job->n_files : 1;
+  for (int first = 0; first < job->n_files; first += run) {
+    struct input_place place = {origins, first, documents_are_files, job->jsonl_key != NULL, job->separator.n, 1, 0};
+    struct document_files files = {job->files + first, run, job->jsonl_key, &job->separator};
+    /* Parsing JSON costs about a tenth of encoding: a parser for every 8 encoding threads. */
+    struct document_reader *reader = active_reader =
+        document_reader_start(&files, 1 + job->threads / 8, (size_t)WINDOW_BYTES_PER_THREAD * (size_t)job->threads);
+    for (struct document_block *b; (b = document_reader_next(reader));) {
+      feed(s, b, &count, &place);
+      text_progress_add(&progress, b->file_bytes);
+      document_block_free(b);
+    }
+    active_reader = NULL;
+    document_reader_finish(reader);
+  }
   text_stream_finish(s);
+  for (int i = 0; i < job->n_files; i++) free(origins[i]);
+  free(origins);
   size_t tokens = token_output_count(out);
   if (tokens == 0) /* no token file at all rather than one that training refuses (the .tmp removed) */
     fsdp_fatal("the input files hold no text: nothing written to '%s%s'", job->output, sharded ? "_*.bin" : "");

@@ -162,7 +162,7 @@ static void scan_part(struct worker *w, struct part *part, size_t overrun) {
     if (part->marks && part->n_marks < PART_MARKS) part->marks[part->n_marks++] = (struct mark){s->at, part->ids.n};
     struct piece p;
     enum scan_result r = scanner_next(s, &p);
-    if (r == SCAN_END || r == SCAN_NEED_MORE) {
+    if (r == SCAN_END || r == SCAN_NEED_MORE || r == SCAN_TOO_LONG) {
       /* Short of the horizon, the part stops early; the joining thread goes on from there. */
       part->stop_reason = r == SCAN_NEED_MORE && horizon < span->n ? SCAN_PIECE : r;
       break;
@@ -193,6 +193,7 @@ static void join_span(struct worker *w, struct part *parts, int n_parts, struct 
   struct scanner *s = &w->scanner;
   struct scan_state at = span->from;
   size_t first_id = out->n;
+  enum scan_result stop;
   int scanning = 0; /* s is scanning from `at` on this thread */
   for (int k = 0; k < n_parts; k++) {
     struct part *part = &parts[k];
@@ -203,22 +204,24 @@ static void join_span(struct worker *w, struct part *parts, int n_parts, struct 
         if ((size_t)skip < part->ids.n) token_vec_append(out, part->ids.ids + skip, part->ids.n - (size_t)skip);
         at = part->stop;
         scanning = 0;
-        if (part->stop_reason != SCAN_PIECE) goto done;
+        stop = part->stop_reason;
+        if (stop != SCAN_PIECE) goto done;
         break;
       }
       if (at.pos >= part->end) break;
       if (!scanning) scanner_start(s, span->text, span->n, span->final, at);
       scanning = 1;
       struct piece p;
-      enum scan_result r = scanner_next(s, &p);
-      if (r == SCAN_END || r == SCAN_NEED_MORE) goto done;
-      encode_piece(w, s, r, &p, out);
+      stop = scanner_next(s, &p);
+      if (stop == SCAN_END || stop == SCAN_NEED_MORE || stop == SCAN_TOO_LONG) goto done;
+      encode_piece(w, s, stop, &p, out);
       at = s->at;
     }
   }
   FSDP_CHECK(0); /* the last part goes to the end of the text, where every scan stops */
 done:
   span->consumed = at;
+  span->too_long = stop == SCAN_TOO_LONG;
   span->n_ids = out->n - first_id;
 }
 
@@ -353,6 +356,8 @@ void text_encode_spans(struct text_encoder *e, struct text_span *spans, int n_sp
 }
 
 void text_encode(struct text_encoder *e, const void *text, size_t n, struct token_vec *out) {
-  struct text_span span = {text, n, 1, {0, 1}, {0, 0}, 0};
+  struct text_span span = {.text = text, .n = n, .final = 1, .from = {0, 1}};
   text_encode_spans(e, &span, 1, out);
+  if (span.too_long)
+    fsdp_fatal("the text, byte %zu: " TEXT_PIECE_TOO_LONG, span.consumed.pos, TEXT_PIECE_MAX_BYTES >> 20);
 }

@@ -13,7 +13,14 @@ struct text_span {
   struct scan_state from;     /* where the scan starts */
   struct scan_state consumed; /* set: where the scan stopped (n when final) */
   size_t n_ids;               /* set: how many ids it appended */
+  int too_long;               /* set: it stopped before a piece of more than TEXT_PIECE_MAX_BYTES, at consumed */
 };
+
+/* A refusal of a piece too long, after "<where it starts>: ". */
+#define TEXT_PIECE_TOO_LONG                                                                                          \
+  "a pre-token of more than %d MiB starts there (a stretch that the tokenizer's pattern does not cut, as one word, " \
+  "or one run of spaces or of symbols): the tokenizer encodes at most that much at once, which bounds its memory; " \
+  "cut or remove that stretch"
 
 int text_encoder_threads(const struct text_encoder *e);
 

@@ -92,6 +92,7 @@ static size_t whole_characters_end(const unsigned char *text, size_t start, size
 static enum scan_result emit(struct scanner *s, struct piece *p, size_t end, enum scan_result kind) {
   p->start = s->at.pos;
   p->end = end;
+  if (kind == SCAN_PIECE && end - s->at.pos > TEXT_PIECE_MAX_BYTES) return SCAN_TOO_LONG;
   s->at = (struct scan_state){end, kind == SCAN_ADDED};
   if (kind == SCAN_ADDED) s->segment_valid = 0;
   return kind;
@@ -128,7 +129,12 @@ enum scan_result scanner_next(struct scanner *s, struct piece *p) {
       rc = pcre2_match(s->t->pattern, s->text + pos, end - pos, 0, options, s->match, s->context);
     }
     if (rc == PCRE2_ERROR_PARTIAL || (rc == PCRE2_ERROR_NOMATCH && !end_known)) {
-      if (searched_all) return SCAN_NEED_MORE; /* the window ends too soon */
+      if (searched_all) { /* the window ends too soon; a piece this long already is refused, not waited for */
+        if (end - pos <= TEXT_PIECE_MAX_BYTES) return SCAN_NEED_MORE;
+        p->start = pos;
+        p->end = end;
+        return SCAN_TOO_LONG;
+      }
       search_further(s, limit);
       continue;
     }

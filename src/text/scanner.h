@@ -34,6 +34,8 @@ enum scan_result {
   SCAN_ADDED,     /* an added token */
   SCAN_NEED_MORE, /* the window ends before the next piece is known */
   SCAN_END,       /* the text is done */
+  SCAN_TOO_LONG,  /* the next piece, from *p's start (where the scan stays), has more than TEXT_PIECE_MAX_BYTES: the
+                   * scan goes no further */
 };
 
 struct piece {

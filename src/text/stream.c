@@ -15,6 +15,11 @@ struct document {
   int ended;
   int announced; /* its document token went to the sink */
   struct scan_state from;
+  /* What a refusal names (text_stream_origin): origin, the document's number there (0: none, offset is in origin's
+   * text) or in the stream (no origin), and the offset of the byte at start. */
+  const char *origin;
+  long number;
+  size_t offset;
 };
 
 struct text_stream {
@@ -29,6 +34,10 @@ struct text_stream {
   struct document *docs;
   int n_docs;
   size_t docs_capacity;
+  long documents; /* started */
+  const char *origin; /* text_stream_origin's */
+  long origin_document;
+  size_t origin_offset;
   struct token_vec ids;
 };
 
@@ -43,6 +52,19 @@ struct text_stream *text_stream_create(struct text_encoder *e, size_t window_byt
   return s;
 }
 
+void text_stream_origin(struct text_stream *s, const char *origin, long document, size_t offset) {
+  s->origin = origin;
+  s->origin_document = document;
+  s->origin_offset = offset;
+}
+
+static _Noreturn void refuse_piece(const struct document *d, size_t at) {
+  int mib = TEXT_PIECE_MAX_BYTES >> 20;
+  if (!d->origin) fsdp_fatal("the text's document %ld, byte %zu: " TEXT_PIECE_TOO_LONG, d->number, d->offset + at, mib);
+  if (d->number == 0) fsdp_fatal("%s, byte %zu of its text: " TEXT_PIECE_TOO_LONG, d->origin, d->offset + at, mib);
+  fsdp_fatal("%s, document %ld, byte %zu of its text: " TEXT_PIECE_TOO_LONG, d->origin, d->number, d->offset + at, mib);
+}
+
 /* Encodes the window's documents and hands their ids to the sink. */
 static void encode_window(struct text_stream *s) {
   if (s->n_docs == 0) return;
@@ -54,6 +76,8 @@ static void encode_window(struct text_stream *s) {
   }
   s->ids.n = 0;
   text_encode_spans(s->encoder, spans, s->n_docs, &s->ids);
+  for (int i = 0; i < s->n_docs; i++)
+    if (spans[i].too_long) refuse_piece(&s->docs[i], spans[i].consumed.pos);
   size_t offset = 0;
   for (int i = 0; i < s->n_docs; i++) {
     if (!s->docs[i].announced && s->document_token >= 0) {
@@ -77,7 +101,8 @@ static void encode_window(struct text_stream *s) {
     size_t keep_from = last->start + consumed.pos;
     memmove(s->text, s->text + keep_from, s->length - keep_from);
     s->length -= keep_from;
-    s->docs[0] = (struct document){0, 0, 1, {0, consumed.segment_start}};
+    s->docs[0] = (struct document){0, 0, 1, {0, consumed.segment_start}, last->origin, last->number,
+                                   last->offset + consumed.pos};
     s->n_docs = 1;
   }
   s->fresh = 0;
@@ -88,7 +113,9 @@ void text_stream_write(struct text_stream *s, const void *text, size_t n) {
   if (n == 0) return;
   if (s->n_docs == 0 || s->docs[s->n_docs - 1].ended) {
     s->docs = fsdp_xgrow(s->docs, &s->docs_capacity, (size_t)s->n_docs + 1, sizeof *s->docs, 64);
-    s->docs[s->n_docs++] = (struct document){s->length, 0, 0, {0, 1}};
+    s->documents++;
+    s->docs[s->n_docs++] = (struct document){s->length, 0, 0, {0, 1}, s->origin,
+                                             s->origin ? s->origin_document : s->documents, s->origin_offset};
   }
   s->text = fsdp_xgrow(s->text, &s->capacity, s->length + n, 1, 1 << 16);
   memcpy(s->text + s->length, text, n);

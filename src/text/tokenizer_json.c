@@ -165,8 +165,8 @@ static struct added *read_added(const struct loader *l, const cJSON *root, int *
   if (list && !cJSON_IsArray(list)) fail(l, "added_tokens is not an array");
   *n = list ? cJSON_GetArraySize(list) : 0;
   struct added *added = fsdp_xcalloc((size_t)*n + 1, sizeof *added);
-  for (int i = 0; i < *n; i++) {
-    const cJSON *token = cJSON_GetArrayItem(list, i);
+  int i = 0;
+  for (const cJSON *token = list ? list->child : NULL; token; token = token->next, i++) {
     const cJSON *content = member(token, "content");
     if (!cJSON_IsString(content) || content->valuestring[0] == '\0')
       fail(l, "added_tokens[%d] has no content", i);
