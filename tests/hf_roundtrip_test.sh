@@ -77,6 +77,33 @@ else
   fail "sharded export: $(cat "$tmp/err")"
 fi
 
+# An export that fails over an earlier one (here a folder where its last file's temporary
+# goes) leaves the earlier one as it was, not a mix of the two that still loads, and no
+# temporary file. Temporaries of a killed export do not stop a later one, which removes them.
+run 1 export $GPT2 --seed 1 --max-shard-size 100KB -o "$tmp/over"
+(cd "$tmp/over" && cksum *) >"$tmp/over.sums"
+last=$(ls "$tmp/over" | grep '^model-.*safetensors$' | tail -n 1)
+mkdir "$tmp/over/$last.tmp"
+if run 1 export $GPT2 --seed 2 --max-shard-size 100KB -o "$tmp/over"; then
+  fail "an export onto a blocked name: succeeded"
+elif ! grep -qF "$tmp/over/$last.tmp: cannot open for writing" "$tmp/err"; then
+  fail "an export onto a blocked name: $(cat "$tmp/err")"
+else
+  rmdir "$tmp/over/$last.tmp"
+  if (cd "$tmp/over" && cksum *) | cmp -s - "$tmp/over.sums"; then ok "a failed export leaves the earlier one as it was"
+  else fail "a failed export changed the earlier one: $(ls "$tmp/over" | tr '\n' ' ')"; fi
+fi
+touch "$tmp/over/model-00001-of-00007.safetensors.tmp" "$tmp/over/model-00002-of-00009.safetensors.tmp" \
+  "$tmp/over/model.safetensors.tmp"
+run 1 export $GPT2 --seed 2 --max-shard-size 100KB -o "$tmp/over.clean"
+(cd "$tmp/over.clean" && cksum *) >"$tmp/clean.sums"
+if run 1 export $GPT2 --seed 2 --max-shard-size 100KB -o "$tmp/over" &&
+   (cd "$tmp/over" && cksum *) | cmp -s - "$tmp/clean.sums"; then
+  ok "an export over a killed one's temporaries: written whole, the temporaries gone"
+else
+  fail "an export over temporaries: $(ls "$tmp/over" | tr '\n' ' ') $(cat "$tmp/err")"
+fi
+
 # eval: the loaded model is the one it was exported from, at any world size.
 EVAL="--data $tmp/corpus.txt --seq-len 16 --batch-size 2 --batches 6"
 run 1 eval $GPT2 --seed 7 $EVAL && fresh=$(loss_of)
@@ -147,6 +174,29 @@ expect_error "an unknown model_type" "$tmp/bert/config.json: model_type 'bert' i
 sed 's/"activation_function":.*"gelu_new"/"activation_function": "relu"/' "$tmp/gpt2.a/config.json" > "$tmp/bert/config.json"
 expect_error "an activation the kernels do not compute" "\"activation_function\" must be \"gelu_new\" here, not relu" \
   1 eval --init-from "$tmp/bert" $EVAL
+mkdir "$tmp/theta"
+cp "$tmp/llama_gqa.a/model.safetensors" "$tmp/theta/"
+sed 's/"rope_theta":[^,]*,/"rope_theta": 1e-300,/' "$tmp/llama_gqa.a/config.json" > "$tmp/theta/config.json"
+expect_error "a rope_theta of no fp32 number" "\"rope_theta\" is not a positive fp32 number" \
+  1 eval --init-from "$tmp/theta" $EVAL
+sed 's/"rope_theta":[^,]*,/"rope_theta": 0.5,/' "$tmp/llama_gqa.a/config.json" > "$tmp/theta/config.json"
+expect_error "a rope_theta below 1" "rope_theta must be above 1" 1 eval --init-from "$tmp/theta" $EVAL
+# Weights that make the loss NaN: valid JSON (null, as train's --log writes it), said.
+mkdir "$tmp/nan"
+cp "$tmp/gpt2.a/config.json" "$tmp/nan/"
+python3 -c '
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", d[:8])[0]
+open(sys.argv[2], "wb").write(d[:8 + n] + struct.pack("<f", float("nan")) * ((len(d) - 8 - n) // 4))
+' "$tmp/gpt2.a/model.safetensors" "$tmp/nan/model.safetensors"
+if run 1 eval --init-from "$tmp/nan" $EVAL && tail -n 1 "$tmp/out" > "$tmp/json" &&
+   python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["loss"] is None' "$tmp/json" &&
+   grep -q "eval: warning: the loss is nan" "$tmp/err"; then
+  ok "a NaN loss is null"
+else
+  fail "a NaN loss: $(cat "$tmp/out" "$tmp/err")"
+fi
 expect_error "a missing --init-from" "--init-from: $tmp/none: No such file or directory" 1 eval --init-from "$tmp/none" $EVAL
 expect_error "--output a file" "--output: '$tmp/corpus.txt' exists and is not a folder" 1 export $GPT2 -o "$tmp/corpus.txt"
 expect_error "--dtype fp16" "--dtype: unknown dtype 'fp16'" 1 export $GPT2 -o "$tmp/x" --dtype fp16

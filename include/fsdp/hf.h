@@ -59,8 +59,6 @@ struct hf_tensor *hf_tensor_list(const struct model_family *f, const struct mode
  * leaving c alone, when a file has no config.json beside it. config_path gets the
  * config's path (malloc'd) or NULL. */
 const struct model_family *hf_config_load(const char *path, struct model_config *c, char **config_path);
-/* Writes dir/config.json for a model of family f and shape c saved in dtype. */
-void hf_config_save(const struct model_family *f, const struct model_config *c, enum dtype dtype, const char *dir);
 
 /* Fills this rank's shard of every parameter of m, a model of family f and shape c,
  * from the safetensors at path (a file, an index, or a folder with either). Each rank
@@ -69,8 +67,9 @@ void hf_load_params(struct fsdp_model *m, const struct model_family *f, const st
 
 /* Writes m's parameters as transformers names and lays them out into dir, in dtype
  * (fp32, bf16 or fp16): model.safetensors, or files of at most max_file_bytes and their
- * index, and config.json. Collective: every rank gathers each unit in turn; only the
- * rank with write set writes. */
+ * index, and config.json, all renamed into place together once all are written
+ * (safetensors_set_writer's way). Collective: every rank gathers each unit in turn; only
+ * the rank with write set writes. */
 void hf_export(struct fsdp_model *m, const struct model_family *f, const struct model_config *c, const char *dir,
                enum dtype dtype, uint64_t max_file_bytes, int write);
 

@@ -75,6 +75,9 @@ void safetensors_writer_open(struct safetensors_writer *w, const char *path, con
 void safetensors_write_f32(struct safetensors_writer *w, enum dtype dtype, const float *values, size_t n);
 /* Checks that every declared byte was written, syncs and renames the file into place. */
 void safetensors_writer_close(struct safetensors_writer *w);
+/* The same but the rename: the file stays, complete and synced, under w->tmp, for a set to rename with all of its
+ * files once every one is complete. w->tmp and w->path are the caller's to free. */
+void safetensors_writer_sync(struct safetensors_writer *w);
 
 /* ---- sets: one file, or several and their index ---- */
 
@@ -95,8 +98,12 @@ const struct safetensors_tensor *safetensors_set_find(const struct safetensors_s
 
 /* Writes entries into directory dir: model.safetensors when they total at most
  * max_file_bytes of data, else files of at most that much each (a tensor larger than the
- * limit alone in a file), model-0000i-of-0000n.safetensors, and the index, written last.
- * Files of an earlier set in dir that the new one does not use are removed. */
+ * limit alone in a file), model-0000i-of-0000n.safetensors, and the index. Every file is
+ * written under a temporary name, and dir is left as it was until the close renames them
+ * all into place (safetensors_set.c says in which order, and what a crash then leaves);
+ * a job that fails before removes them. Files of an earlier set in dir that the new one
+ * does not use are removed, and so are the temporary files of an earlier set's export
+ * that was killed. */
 struct safetensors_set_writer {
   char *dir;
   const struct safetensors_entry *entries;
@@ -106,12 +113,20 @@ struct safetensors_set_writer {
   uint64_t left;     /* of that entry's bytes */
   int current;       /* the open file, or -1 */
   struct safetensors_writer writer;
+  /* Complete under their temporary names, waiting for the close: the set's files in order, and those added. */
+  struct safetensors_pending {
+    char *tmp, *path;
+  } *pending;
+  size_t n_pending, pending_cap;
 };
 void safetensors_set_writer_open(struct safetensors_set_writer *w, const char *dir,
                                  const struct safetensors_entry *entries, int n, uint64_t max_file_bytes);
 /* Appends n values of the entries' data, in order, as safetensors_write_f32; a call may
  * not span two entries. */
 void safetensors_set_write_f32(struct safetensors_set_writer *w, const float *values, size_t n);
+/* A file that goes with the set (config.json): dir/name, n bytes of data, written now under its temporary name
+ * and renamed in by the close with the set's own files. */
+void safetensors_set_writer_add(struct safetensors_set_writer *w, const char *name, const void *data, size_t n);
 void safetensors_set_writer_close(struct safetensors_set_writer *w);
 
 #endif

@@ -1,5 +1,6 @@
 /* `fsdp eval`: the mean cross-entropy of a model over fixed windows of --data's shards
  * (src/train/evaluation.c runs it), as one JSON line. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,7 +17,13 @@ int fsdp_eval_main(int argc, char **argv) {
   }
   struct evaluation e = evaluate(&o.run, o.batches);
   if (comm_rank(comm_world()) == 0) {
-    printf("{\"loss\": %.9g, \"windows\": %zu, \"tokens\": %zu}\n", e.loss, e.windows, e.windows * (size_t)o.run.seq_len);
+    /* JSON has no NaN or infinity: such a loss is null, as in train's --log, and said. */
+    char loss[32] = "null";
+    if (isfinite(e.loss))
+      snprintf(loss, sizeof loss, "%.9g", e.loss);
+    else
+      fprintf(stderr, "eval: warning: the loss is %g: the model's weights or its config make no finite loss\n", e.loss);
+    printf("{\"loss\": %s, \"windows\": %zu, \"tokens\": %zu}\n", loss, e.windows, e.windows * (size_t)o.run.seq_len);
     fflush(stdout);
   }
   comm_finalize();

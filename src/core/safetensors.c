@@ -364,6 +364,14 @@ void safetensors_write_f32(struct safetensors_writer *w, enum dtype dtype, const
   free(buffer);
 }
 
+void safetensors_writer_sync(struct safetensors_writer *w) {
+  FSDP_CHECK(w->written == w->expected);
+  if (fsync(w->fd) != 0) fsdp_fatal("%s: cannot sync: %s", w->tmp, strerror(errno));
+  int fd = w->fd;
+  w->fd = -1;
+  if (close(fd) != 0) fsdp_fatal("%s: cannot close: %s", w->tmp, strerror(errno));
+}
+
 void safetensors_writer_close(struct safetensors_writer *w) {
   FSDP_CHECK(w->written == w->expected);
   file_commit_finish(w->fd, w->tmp, w->path);

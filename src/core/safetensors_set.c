@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsdp/durable_file.h"
 #include "fsdp/file_commit.h"
 #include "fsdp/error.h"
 #include "fsdp/input_file.h"
@@ -157,6 +158,23 @@ static char *file_name(int k, int n_files) {
   return strdup(name);
 }
 
+/* The set being written, whose temporary files a job that ends on an error removes: fsdp_fatal ends the process
+ * with exit(), which runs remove_unfinished. A kill (or MPI's abort when another rank fails) leaves them, for the
+ * next export into the folder to remove (remove_stale). */
+static struct safetensors_set_writer *unfinished;
+
+static void remove_unfinished(void) {
+  struct safetensors_set_writer *w = unfinished;
+  if (!w) return;
+  if (w->writer.tmp) remove(w->writer.tmp);
+  for (size_t i = 0; i < w->n_pending; i++) remove(w->pending[i].tmp);
+}
+
+static void add_pending(struct safetensors_set_writer *w, char *tmp, char *path) {
+  w->pending = fsdp_xgrow(w->pending, &w->pending_cap, w->n_pending + 1, sizeof *w->pending, 8);
+  w->pending[w->n_pending++] = (struct safetensors_pending){tmp, path};
+}
+
 /* Makes the next entry that has bytes the one the next write is for (empty ones are
  * written by their header alone). */
 static void skip_to_next_entry(struct safetensors_set_writer *w) {
@@ -167,6 +185,9 @@ static void skip_to_next_entry(struct safetensors_set_writer *w) {
 void safetensors_set_writer_open(struct safetensors_set_writer *w, const char *dir,
                                  const struct safetensors_entry *entries, int n, uint64_t max_file_bytes) {
   FSDP_CHECK(n > 0 && max_file_bytes > 0);
+  static int handler_set;
+  if (!handler_set && atexit(remove_unfinished) != 0) fsdp_fatal("cannot register the removal of temporary files");
+  handler_set = 1;
   memset(w, 0, sizeof *w);
   w->dir = strdup(dir);
   w->entries = entries;
@@ -186,6 +207,7 @@ void safetensors_set_writer_open(struct safetensors_set_writer *w, const char *d
   w->current = -1;
   w->next_entry = -1;
   skip_to_next_entry(w);
+  unfinished = w;
 }
 
 static void start_file(struct safetensors_set_writer *w, int k) {
@@ -194,17 +216,27 @@ static void start_file(struct safetensors_set_writer *w, int k) {
   int last = first;
   while (last < w->n_entries && w->file_of[last] == k) last++;
   char *name = file_name(k, w->n_files), *path = join(w->dir, name);
-  safetensors_writer_open(&w->writer, path, &w->entries[first], last - first);
+  /* Opened aside: a failed open leaves w->writer without the temporary name for the exit to remove, which is then
+   * no file of ours (a folder by that name). */
+  struct safetensors_writer opened;
+  safetensors_writer_open(&opened, path, &w->entries[first], last - first);
+  w->writer = opened;
   free(path);
   free(name);
   w->current = k;
+}
+
+static void finish_file(struct safetensors_set_writer *w) {
+  safetensors_writer_sync(&w->writer);
+  add_pending(w, w->writer.tmp, w->writer.path);
+  memset(&w->writer, 0, sizeof w->writer);
 }
 
 void safetensors_set_write_f32(struct safetensors_set_writer *w, const float *values, size_t n) {
   FSDP_CHECK(w->next_entry < w->n_entries);
   const struct safetensors_entry *e = &w->entries[w->next_entry];
   if (w->current != w->file_of[w->next_entry]) {
-    if (w->current >= 0) safetensors_writer_close(&w->writer);
+    if (w->current >= 0) finish_file(w);
     start_file(w, w->file_of[w->next_entry]);
   }
   uint64_t bytes = (uint64_t)n * dtype_size(e->dtype);
@@ -212,6 +244,15 @@ void safetensors_set_write_f32(struct safetensors_set_writer *w, const float *va
   safetensors_write_f32(&w->writer, e->dtype, values, n);
   w->left -= bytes;
   if (w->left == 0) skip_to_next_entry(w);
+}
+
+void safetensors_set_writer_add(struct safetensors_set_writer *w, const char *name, const void *data, size_t n) {
+  char *path = join(w->dir, name), *tmp = file_commit_temp_path(path);
+  int fd = file_commit_create(tmp);
+  add_pending(w, tmp, path);
+  file_commit_write(fd, tmp, data, n);
+  if (fsync(fd) != 0) fsdp_fatal("%s: cannot sync: %s", tmp, strerror(errno));
+  if (close(fd) != 0) fsdp_fatal("%s: cannot close: %s", tmp, strerror(errno));
 }
 
 static void write_index(struct safetensors_set_writer *w) {
@@ -228,14 +269,48 @@ static void write_index(struct safetensors_set_writer *w) {
     free(name);
   }
   char *text = cJSON_Print(root);
-  char *path = join(w->dir, INDEX_NAME);
   size_t len = strlen(text);
   text = fsdp_xrealloc(text, len + 2);
   text[len++] = '\n';
-  file_commit_whole(path, text, len);
-  free(path);
+  safetensors_set_writer_add(w, INDEX_NAME, text, len);
   free(text);
   cJSON_Delete(root);
+}
+
+static void sync_dir(const char *dir) {
+  char why[512];
+  if (durable_sync_dir(dir, why, sizeof why) != 0) fsdp_fatal("%s", why);
+}
+
+static void rename_pending(const struct safetensors_pending *p) {
+  if (rename(p->tmp, p->path) != 0) fsdp_fatal("%s: cannot rename '%s' to it: %s", p->path, p->tmp, strerror(errno));
+}
+
+/* Renames every pending file into place. Several renames cannot be one, so a reader must not be able to take a
+ * folder caught between them for a model: the index names files by their place in the set, and an earlier set's
+ * index beside some of the new set's files would load a mix of two models. So the earlier set's entry points
+ * (model.safetensors, the index) go first, and the new one comes in last, once every file it names (and
+ * config.json) is in place. A crash among the renames leaves a folder that no loader opens (no entry point: the
+ * earlier set is gone, the new one not yet whole), never one that opens as a mix of two; what may remain is the
+ * new set's files, in part under their names and in part under temporary ones, beside the earlier set's others. */
+static void commit(struct safetensors_set_writer *w) {
+  const char *old_entries[] = {SINGLE_NAME, INDEX_NAME};
+  for (int i = 0; i < 2; i++) {
+    char *path = join(w->dir, old_entries[i]);
+    if (unlink(path) != 0 && errno != ENOENT)
+      fsdp_fatal("%s: cannot remove it (from an earlier export) to put the new set in its place: %s", path,
+                 strerror(errno));
+    free(path);
+  }
+  sync_dir(w->dir);
+  char *entry_path = join(w->dir, w->n_files > 1 ? INDEX_NAME : SINGLE_NAME);
+  size_t entry = 0;
+  while (strcmp(w->pending[entry].path, entry_path) != 0) entry++;
+  free(entry_path);
+  for (size_t i = 0; i < w->n_pending; i++)
+    if (i != entry) rename_pending(&w->pending[i]);
+  rename_pending(&w->pending[entry]);
+  sync_dir(w->dir);
 }
 
 /* A file of a set: model.safetensors, the index, or model-NNNNN-of-NNNNN.safetensors. */
@@ -245,23 +320,42 @@ static int is_set_file(const char *name) {
   return sscanf(name, "model-%5d-of-%5d.safetensors%n", &k, &n, &end) == 2 && end == (int)strlen(name);
 }
 
+/* A set's file's temporary name (file_commit_temp_path's). */
+static int is_set_temp_file(const char *name) {
+  char stem[256];
+  size_t n = strlen(name);
+  if (n <= 4 || n - 4 >= sizeof stem || strcmp(name + n - 4, ".tmp") != 0) return 0;
+  memcpy(stem, name, n - 4);
+  stem[n - 4] = '\0';
+  return is_set_file(stem);
+}
+
+/* A file of an earlier set that the new one, w's, did not write. */
+static int is_stale(const struct safetensors_set_writer *w, const char *name) {
+  if (!is_set_file(name)) return 0;
+  int ours = w->n_files > 1 && strcmp(name, INDEX_NAME) == 0;
+  for (int k = 0; k < w->n_files && !ours; k++) {
+    char *own = file_name(k, w->n_files);
+    ours = strcmp(own, name) == 0;
+    free(own);
+  }
+  return !ours;
+}
+
 /* Removes the files of an earlier set that the new one did not write, so that a reader
- * of the folder cannot take them for part of it. */
+ * of the folder cannot take them for part of it, and the temporary files of a killed
+ * export (the new set's own are renamed by now). */
 static void remove_stale(const struct safetensors_set_writer *w) {
   DIR *d = opendir(w->dir);
   if (!d) fsdp_fatal("%s: cannot list: %s", w->dir, strerror(errno));
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
-    if (!is_set_file(e->d_name)) continue;
-    int ours = w->n_files > 1 && strcmp(e->d_name, INDEX_NAME) == 0;
-    for (int k = 0; k < w->n_files && !ours; k++) {
-      char *name = file_name(k, w->n_files);
-      ours = strcmp(name, e->d_name) == 0;
-      free(name);
-    }
-    if (ours) continue;
+    int temp = is_set_temp_file(e->d_name);
+    if (!temp && !is_stale(w, e->d_name)) continue;
     char *path = join(w->dir, e->d_name);
-    if (unlink(path) != 0) fsdp_fatal("%s: cannot remove it (left from an earlier export): %s", path, strerror(errno));
+    /* A temporary name that cannot go (a folder by that name) is no file a loader reads: the set stands. */
+    if (unlink(path) != 0 && !temp)
+      fsdp_fatal("%s: cannot remove it (left from an earlier export): %s", path, strerror(errno));
     free(path);
   }
   closedir(d);
@@ -271,9 +365,16 @@ void safetensors_set_writer_close(struct safetensors_set_writer *w) {
   FSDP_CHECK(w->next_entry == w->n_entries);
   /* A set whose tensors are all empty has had no write to open its file. */
   if (w->current < 0) start_file(w, 0);
-  safetensors_writer_close(&w->writer);
+  finish_file(w);
   if (w->n_files > 1) write_index(w);
+  commit(w);
+  unfinished = NULL;
   remove_stale(w);
+  for (size_t i = 0; i < w->n_pending; i++) {
+    free(w->pending[i].tmp);
+    free(w->pending[i].path);
+  }
+  free(w->pending);
   free(w->file_of);
   free(w->dir);
   memset(w, 0, sizeof *w);

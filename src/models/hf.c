@@ -14,7 +14,6 @@
 
 #include "fsdp/error.h"
 #include "fsdp/input_file.h"
-#include "fsdp/file_commit.h"
 #include "fsdp/log.h"
 #include "fsdp/safetensors.h"
 #include "hf_config.h"
@@ -142,7 +141,8 @@ const struct model_family *hf_config_load(const char *path, struct model_config 
   return f;
 }
 
-void hf_config_save(const struct model_family *f, const struct model_config *c, enum dtype dtype, const char *dir) {
+/* The config.json of a model of family f and shape c saved in dtype: *len bytes, malloc'd. */
+static char *config_text(const struct model_family *f, const struct model_config *c, enum dtype dtype, size_t *len) {
   cJSON *root = cJSON_CreateObject();
   cJSON *architectures = cJSON_AddArrayToObject(root, "architectures");
   cJSON_AddItemToArray(architectures, cJSON_CreateString(f->hf->architecture));
@@ -150,13 +150,10 @@ void hf_config_save(const struct model_family *f, const struct model_config *c, 
   f->hf->config_write(c, dtype, root);
   char *text = cJSON_Print(root);
   cJSON_Delete(root);
-  size_t len = strlen(text);
-  text = fsdp_xrealloc(text, len + 2);
-  text[len++] = '\n';
-  char *path = config_path_of(dir);
-  file_commit_whole(path, text, len);
-  free(path);
-  free(text);
+  *len = strlen(text);
+  text = fsdp_xrealloc(text, *len + 2);
+  text[(*len)++] = '\n';
+  return text;
 }
 
 /* ---- loading ---- */
@@ -286,8 +283,12 @@ void hf_export(struct fsdp_model *m, const struct model_family *f, const struct 
     safetensors_set_write_f32(&w, values, e->numel);
   }
   if (write) {
+    /* With the set's files, so that the folder never holds one model's tensors and another's config. */
+    size_t len;
+    char *config = config_text(f, c, dtype, &len);
+    safetensors_set_writer_add(&w, CONFIG_NAME, config, len);
+    free(config);
     safetensors_set_writer_close(&w);
-    hf_config_save(f, c, dtype, dir);
   }
   free(transposed);
   free(full);

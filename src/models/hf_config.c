@@ -30,8 +30,8 @@ float hf_config_float(const char *path, const cJSON *root, const char *key, floa
     if (fallback == 0.0f) fsdp_fatal("%s: no \"%s\"", path, key);
     return fallback;
   }
-  if (!cJSON_IsNumber(item) || !(item->valuedouble > 0) || !isfinite((float)item->valuedouble))
-    fsdp_fatal("%s: \"%s\" is not a positive number", path, key);
+  if (!cJSON_IsNumber(item) || !((float)item->valuedouble > 0) || !isfinite((float)item->valuedouble))
+    fsdp_fatal("%s: \"%s\" is not a positive fp32 number", path, key);
   return (float)item->valuedouble;
 }
 

@@ -14,6 +14,9 @@ static const char *llama_config_problem(const struct model_config *c) {
   if (shared) return shared;
   if (c->n_kv_head < 1) return "--n-kv-head must be at least 1";
   if (c->ffn_hidden < 1) return "--ffn-hidden must be at least 1";
+  /* RoPE's frequencies are theta^(-2i/hd): at or below 1 they grow with i, to infinity as
+   * theta nears 0. */
+  if (!(c->rope_theta > 1.0f)) return "rope_theta must be above 1";
   if (c->n_head % c->n_kv_head != 0)
     snprintf(message, sizeof message, "--n-head %d is not divisible by --n-kv-head %d", c->n_head, c->n_kv_head);
   else if (c->n_embd / c->n_head % 2 != 0)
