@@ -67,6 +67,13 @@ expect_error "shards of two widths" "holds 1-byte tokens (text), but '$tmp/small
   --data "$tmp/small.bin,$tmp/wide.txt"
 expect_error "a bad shard among good ones" "token file '$tmp/count.bin': the llm.c header says 11 tokens" \
   --data "$tmp/small.bin,$tmp/count.bin"
+# Flags another flag made void, silently (the hostile-user pass of 2026-12-07).
+expect_error "--batch-size beside --global-batch-size" "--batch-size 2 and --global-batch-size 12: give one" \
+  --data "$tmp/small.bin" --batch-size 2 --global-batch-size 12
+expect_error "--val-every without validation" "--val-every 1: there is no validation data" \
+  --data "$tmp/small.bin" --val-every 1 --val-fraction 0
+expect_error "a fraction that reads as 0" "--val-fraction: '1e-300' is too small for fp32" \
+  --data "$tmp/small.bin" --val-fraction 1e-300
 expect_error "--val-data and --val-fraction" "--val-fraction 0.2 and --val-data: validation comes from one of them" \
   --data "$tmp/small.bin" --val-data "$tmp/small.bin" --val-fraction 0.2
 expect_error "a bad --val-data" "token file '$tmp/odd.bin' has an odd size" --data "$tmp/small.bin" \

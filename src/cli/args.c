@@ -581,17 +581,36 @@ static void resolve_and_check(struct command_options *options) {
 /* GPT-2 has a key and value head for each query head and an MLP 4 --n-embd wide: Llama's
  * --n-kv-head and --ffn-hidden do not shape it (taken, they broke its KV cache), and its
  * kv heads follow --n-head. */
+/* Whether flag is among those given. */
+static int was_given(const struct flag_parse *given, const char *flag) {
+  for (int i = 0; i < given->n_given; i++)
+    if (strcmp(given->given[i].flag->name, flag) == 0) return 1;
+  return 0;
+}
+
 static void check_gpt2_shape(struct command_options *o, const struct flag_parse *given) {
   struct model_spec *m = &o->run.model;
   if (m->family != &GPT2_FAMILY) return;
-  for (int i = 0; i < given->n_given; i++) {
-    const char *name = given->given[i].flag->name;
-    if (strcmp(name, "--n-kv-head") == 0 || strcmp(name, "--ffn-hidden") == 0)
+  static const char *const LLAMA_ONLY[] = {"--n-kv-head", "--ffn-hidden"};
+  for (int i = 0; i < 2; i++)
+    if (was_given(given, LLAMA_ONLY[i]))
       fsdp_fatal("%s: Llama 3 only; --model %s is GPT-2, whose attention has --n-head heads of keys and values and "
                  "whose MLP is 4 x --n-embd wide",
-                 name, m->name);
-  }
+                 LLAMA_ONLY[i], m->name);
   m->config.n_kv_head = m->config.n_head;
+}
+
+/* Flags given that other flags would make void: --global-batch-size sets each rank's
+ * batch (G / (W --grad-accum)), so a --batch-size beside it was ignored; --val-every with
+ * validation turned off validated nothing. */
+static void check_given_flags(const struct command_options *o, const struct flag_parse *given) {
+  if (was_given(given, "--batch-size") && was_given(given, "--global-batch-size"))
+    fsdp_fatal("--batch-size %d and --global-batch-size %d: give one (--global-batch-size G makes each rank's batch "
+               "G / (world size x --grad-accum))",
+               o->run.batch_size, o->run.global_batch_size);
+  const struct data_spec *d = &o->run.data;
+  if (d->val_every > 0 && was_given(given, "--val-every") && !d->val_files && d->val_fraction == 0.0f)
+    fsdp_fatal("--val-every %d: there is no validation data (--val-fraction 0 and no --val-data)", d->val_every);
 }
 
 /* argv[0] is the command name ("train"), as in main's argv, so that the same argv
@@ -610,6 +629,7 @@ int command_options_parse(enum command command, struct command_options *o, int a
   }
   apply_model_source(&p, o, &given);
   check_gpt2_shape(o, &given);
+  check_given_flags(o, &given);
   flag_parse_free(&given);
   if (command == COMMAND_PLAN && !o->world_size && !o->sweep)
     fsdp_fatal("--world-size is required (see fsdp plan --help), but with --sweep");

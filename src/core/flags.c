@@ -71,6 +71,8 @@ static float parse_float(const struct flag_parser *p, const char *flag, const ch
   if (!isfinite(v)) usage_error(p, "%s: must be a finite number, got '%s'", flag, text);
   if (!isfinite((float)v)) usage_error(p, "%s: '%s' is out of range", flag, text);
   float f = (float)v;
+  /* Read as 0 it would be taken for 0 (--val-fraction 1e-300: validation off, unsaid). */
+  if (v != 0.0 && f == 0.0f) usage_error(p, "%s: '%s' is too small for fp32 (it reads as 0)", flag, text);
   if (range == FLAG_POSITIVE && !(f > 0.0f)) usage_error(p, "%s: must be positive, got '%s'", flag, text);
   if (range == FLAG_NONNEGATIVE && f < 0.0f) usage_error(p, "%s: must be non-negative, got '%s'", flag, text);
   if (range == FLAG_UNIT_INTERVAL && (f < 0.0f || f >= 1.0f))
