@@ -142,6 +142,10 @@ expect_error shared-bytes "(a file's pieces lie end to end)" --resume "$c"
 edit huge-scale 'meta["state"]["loss_scale"] = 1e300'
 expect_error huge-scale "checkpoint metadata '$c/metadata.json': 'loss_scale' is not a non-negative fp32 number" \
   --resume "$c"
+mkdir "$tmp/renamed"
+cp -r "$tmp/good/step-00000002" "$tmp/renamed/step-00000005"
+expect_error renamed "checkpoint '$tmp/renamed/step-00000005' holds step 2, not the step 5 its name says" \
+  --resume auto --checkpoint-dir "$tmp/renamed"
 expect_error steps-at-checkpoint "--steps 4: the checkpoint '$tmp/good/step-00000004' is at step 4" \
   --resume "$tmp/good/step-00000004" --steps 4
 expect_error auto-without-dir "--resume auto: needs --checkpoint-dir" --resume auto

@@ -66,6 +66,17 @@ static int step_of(const char *name) {
   return step;
 }
 
+int ckpt_named_step(const char *step_dir) {
+  size_t n = strlen(step_dir);
+  while (n > 1 && step_dir[n - 1] == '/') n--;
+  const char *name = step_dir + n;
+  while (name > step_dir && name[-1] != '/') name--;
+  char base[32];
+  if ((size_t)(step_dir + n - name) >= sizeof base) return -1;
+  snprintf(base, sizeof base, "%.*s", (int)(step_dir + n - name), name);
+  return step_of(base);
+}
+
 static int ascending(const void *a, const void *b) { return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b); }
 
 int ckpt_dir_steps(const char *dir, int complete_only, int **steps) {

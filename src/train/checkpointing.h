@@ -45,6 +45,8 @@ int ckpt_is_complete(const char *step_dir);
 void ckpt_dir_create(const char *dir);
 /* The steps of dir's checkpoints, ascending (complete ones only, or all); *steps is malloc'd. */
 int ckpt_dir_steps(const char *dir, int complete_only, int **steps);
+/* The step a checkpoint folder's name says (".../step-00000042": 42), or -1 for another name. */
+int ckpt_named_step(const char *step_dir);
 /* Removes a checkpoint's directory, its metadata first: a crash midway leaves an
  * incomplete checkpoint, never a complete one with a file missing. */
 void ckpt_remove(const char *step_dir);
