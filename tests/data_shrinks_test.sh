@@ -44,5 +44,44 @@ for io in pread mmap; do
     fi
   done
 done
+# A shard replaced by another file of its size (mv over it), or written over in place,
+# while the job runs: 8 shards, more than a reader keeps open, so each is opened again as
+# the epochs go round, and found another file, or changed since the start (before, the
+# job trained on the new bytes, saying nothing).
+"$PYTHON" - "$tmp/shard.bin" "$tmp/shards" <<'PY'
+import os, sys
+ids = open(sys.argv[1], "rb").read()
+os.mkdir(sys.argv[2])
+for k in range(8):
+    open("%s/s%d.bin" % (sys.argv[2], k), "wb").write(ids[k * 10000:(k + 1) * 10000])
+open(sys.argv[2] + "/../other.bin", "wb").write(b"\x41\x00" * 5000)
+PY
+for change in replaced written; do
+  rm -f "$tmp/log.jsonl"
+  timeout 300 "$FSDP" train --model gpt2-tiny --seq-len 32 --batch-size 2 --steps 1000000 --data "$tmp/shards" \
+    --val-fraction 0 --log "$tmp/log.jsonl" >"$tmp/out" 2>&1 &
+  job=$!
+  waited=0
+  while [ "$(cat "$tmp/log.jsonl" 2>/dev/null | wc -l)" -lt 2 ] && [ "$waited" -lt 1200 ] && kill -0 "$job" 2>/dev/null; do
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  if [ "$change" = replaced ]; then
+    cp "$tmp/other.bin" "$tmp/new.bin" && mv "$tmp/new.bin" "$tmp/shards/s3.bin"
+    want="another file has its name now"
+  else
+    cp "$tmp/other.bin" "$tmp/shards/s5.bin"
+    want="it was written to after the start"
+  fi
+  rc=0
+  wait "$job" || rc=$?
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -qF "changed while the job ran: $want" "$tmp/out"; then
+    passed=$((passed + 1))
+    echo "ok   a shard $change: $(grep -m1 "fsdp: error" "$tmp/out")"
+  else
+    failed=$((failed + 1))
+    echo "FAIL a shard $change: exit $rc; $(grep -m3 -iE "error|signal" "$tmp/out")"
+  fi
+done
 echo "data_shrinks: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -78,6 +78,7 @@ struct data_shard {
   char *path;
   const char *name; /* its base name: what a checkpoint records of it */
   uint64_t device, inode; /* the file's identity: one file under two names (a hard link) is one */
+  int64_t modified_ns;    /* its modification time at the start: a reader reopening it checks it is unchanged */
   struct token_file_layout layout;
   void *tokens; /* --tokenizer: the file's ids, tokenized at the start (layout.width bytes each); else NULL */
 };
@@ -101,6 +102,9 @@ void data_set_open(struct data_set *s, const char *flag, const char *spec, const
 const struct data_shard *data_set_shared(const struct data_set *a, const struct data_set *b,
                                          const struct data_shard **in_b);
 void data_set_free(struct data_set *s);
+/* Ends the job naming the shard when fd, its file opened again, is another file than at
+ * the start, or one written to since (the same size: a reader checks sizes itself). */
+void data_shard_check_unchanged(const struct data_shard *s, int fd);
 
 /* ---- data_order.c: which window comes when ---- */
 

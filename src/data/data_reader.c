@@ -51,7 +51,8 @@ static void close_slot(struct reader_slot *slot) {
 }
 
 /* The shard's slot, opening it in the least recently used one. The file must still be
- * the size its header was checked against at the start. */
+ * the one of the start, unchanged: the size its header was checked against, the same
+ * file (not another put in its place), not written to since. */
 static struct reader_slot *open_shard(struct data_reader *r, int shard) {
   struct reader_slot *slot = &r->slots[0];
   for (int i = 0; i < DATA_READER_SLOTS; i++) {
@@ -69,6 +70,7 @@ static struct reader_slot *open_shard(struct data_reader *r, int shard) {
   if (f.size != expected)
     fsdp_fatal("token file '%s' changed while the job ran: %zu bytes now, %zu at the start", s->path, f.size,
                expected);
+  data_shard_check_unchanged(s, f.fd);
   *slot = (struct reader_slot){.shard = shard, .file = f, .used = ++r->clock};
   if (r->io == DATA_IO_MMAP) {
     void *map = mmap(NULL, f.size, PROT_READ, MAP_SHARED, f.fd, 0);

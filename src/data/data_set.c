@@ -98,9 +98,23 @@ static void add_entry(struct path_list *l, const char *flag, const char *entry) 
     add_path(l, entry); /* a missing file is named when it is opened */
 }
 
-/* The identity of the file at path (stat follows links), into *device and *inode; a file
- * that is not there is named by the caller, with the commas that cut spec in mind. */
-static void identify(const char *flag, const char *spec, const char *path, uint64_t *device, uint64_t *inode) {
+static int64_t modified_ns(const struct stat *st) {
+  return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+void data_shard_check_unchanged(const struct data_shard *s, int fd) {
+  struct stat st;
+  if (!s->inode || fstat(fd, &st) != 0) return;
+  if ((uint64_t)st.st_ino != s->inode || (uint64_t)st.st_dev != s->device)
+    fsdp_fatal("token file '%s' changed while the job ran: another file has its name now", s->path);
+  if (modified_ns(&st) != s->modified_ns)
+    fsdp_fatal("token file '%s' changed while the job ran: it was written to after the start", s->path);
+}
+
+/* The identity of the file at path (stat follows links) and its modification time, into
+ * the shard; a file that is not there is named by the caller, with the commas that cut
+ * spec in mind. */
+static void identify(const char *flag, const char *spec, const char *path, struct data_shard *shard) {
   struct stat st;
   if (stat(path, &st) != 0) {
     if (errno == ENOENT && strchr(spec, ','))
@@ -109,8 +123,9 @@ static void identify(const char *flag, const char *spec, const char *path, uint6
                  flag, path, spec);
     return; /* named as the file is opened */
   }
-  *device = (uint64_t)st.st_dev;
-  *inode = (uint64_t)st.st_ino;
+  shard->device = (uint64_t)st.st_dev;
+  shard->inode = (uint64_t)st.st_ino;
+  shard->modified_ns = modified_ns(&st);
 }
 
 /* Each file once, whatever names it goes by (a symlink, another path, a hard link): the
@@ -182,7 +197,7 @@ void data_set_open(struct data_set *s, const char *flag, const char *spec, const
     struct data_shard *shard = &s->shards[i];
     shard->path = l.paths[i];
     shard->name = base_name(shard->path);
-    identify(flag, spec, shard->path, &shard->device, &shard->inode);
+    identify(flag, spec, shard->path, shard);
   }
   check_distinct(s, flag);
   for (int i = 0; i < l.n; i++) {
