@@ -142,6 +142,9 @@ expect_error shared-bytes "(a file's pieces lie end to end)" --resume "$c"
 edit huge-scale 'meta["state"]["loss_scale"] = 1e300'
 expect_error huge-scale "checkpoint metadata '$c/metadata.json': 'loss_scale' is not a non-negative fp32 number" \
   --resume "$c"
+# --min-lr's default is --lr / 10 in fp32, an ulp from the fp32 of "2e-4": said so.
+expect_error min-lr-ulp "--min-lr: 0.0002 here, but the checkpoint '$tmp/good/step-00000004/metadata.json' was trained with 0.00020000001 (the flags that shape training must stay the same on resume): an fp32 ulp apart" \
+  --resume "$tmp/good/step-00000004" --min-lr 2e-4
 mkdir "$tmp/renamed"
 cp -r "$tmp/good/step-00000002" "$tmp/renamed/step-00000005"
 expect_error renamed "checkpoint '$tmp/renamed/step-00000005' holds step 2, not the step 5 its name says" \

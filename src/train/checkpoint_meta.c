@@ -29,6 +29,7 @@ struct shaping_flag {
   const char *flag;
   char value[64];
   int of_model;
+  int is_float;
 };
 enum { MAX_SHAPING_FLAGS = 32 };
 
@@ -45,9 +46,10 @@ static int shaping_flags(const struct ckpt_parts *p, struct shaping_flag *f) {
   const struct train_config *o = p->config;
   const struct model_config *c = &o->model.config;
   int n = 0;
-#define FLAG(name, model, ...) \
-  (f[n].flag = name, f[n].of_model = model, snprintf(f[n].value, sizeof f[n].value, __VA_ARGS__), n++)
-#define FLOAT_FLAG(name, v) FLAG(name, 0, "%s", float_text(number, v))
+#define FLAG(name, model, ...)                                                                                   \
+  (f[n].flag = name, f[n].of_model = model, f[n].is_float = 0, snprintf(f[n].value, sizeof f[n].value, __VA_ARGS__), \
+   n++)
+#define FLOAT_FLAG(name, v) (FLAG(name, 0, "%s", float_text(number, v)), f[n - 1].is_float = 1)
   char number[32];
   FLAG("--model", 1, "%s", o->model.name);
   FLAG("--n-layer", 1, "%d", c->n_layer);
@@ -290,6 +292,13 @@ static cJSON *parse_file(const char *step_dir, const char *path) {
   return root;
 }
 
+/* Two texts of fp32 values next to each other. */
+static int next_floats(const char *a, const char *b) {
+  char *end_a, *end_b;
+  float x = strtof(a, &end_a), y = strtof(b, &end_b);
+  return !*end_a && !*end_b && isfinite(x) && isfinite(y) && x != y && nextafterf(x, y) == y;
+}
+
 static void check_flags(const char *path, const cJSON *root, const struct ckpt_parts *p) {
   const cJSON *saved = get_object(path, root, "training_flags");
   struct shaping_flag flags[MAX_SHAPING_FLAGS];
@@ -303,9 +312,15 @@ static void check_flags(const char *path, const cJSON *root, const struct ckpt_p
       if (pass)
         fsdp_fatal("checkpoint '%s' is of another model: %s %s there, %s here", path, flags[i].flag, there,
                    flags[i].value);
+      /* An exact resume needs the very fp32 values: a default such as --min-lr's, --lr / 10 in fp32, may lie an
+       * ulp from the fp32 of the text a user writes for it. */
+      const char *ulp = flags[i].is_float && next_floats(there, flags[i].value)
+                            ? ": an fp32 ulp apart; give the checkpoint's value as it is written there, or leave the "
+                              "flag out if its default made it"
+                            : "";
       fsdp_fatal("%s: %s here, but the checkpoint '%s' was trained with %s (the flags that shape training must stay "
-                 "the same on resume)",
-                 flags[i].flag, flags[i].value, path, there);
+                 "the same on resume)%s",
+                 flags[i].flag, flags[i].value, path, there, ulp);
     }
 }
 
