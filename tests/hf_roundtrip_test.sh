@@ -181,6 +181,21 @@ expect_error "a rope_theta of no fp32 number" "\"rope_theta\" is not a positive 
   1 eval --init-from "$tmp/theta" $EVAL
 sed 's/"rope_theta":[^,]*,/"rope_theta": 0.5,/' "$tmp/llama_gqa.a/config.json" > "$tmp/theta/config.json"
 expect_error "a rope_theta below 1" "rope_theta must be above 1" 1 eval --init-from "$tmp/theta" $EVAL
+# A key given twice (cJSON took the first, transformers the last) and a NUL in a
+# tensor's name (cJSON ended the name there).
+mkdir "$tmp/twice" "$tmp/nul"
+cp "$tmp/gpt2.a/model.safetensors" "$tmp/twice/"
+sed 's/^{/{"n_layer": 1,/' "$tmp/gpt2.a/config.json" > "$tmp/twice/config.json"
+expect_error "a config key given twice" "$tmp/twice/config.json: \"n_layer\" is given twice" \
+  1 eval --init-from "$tmp/twice" $EVAL
+cp "$tmp/gpt2.a/config.json" "$tmp/nul/"
+python3 -c '
+import sys
+d = open(sys.argv[1], "rb").read()
+open(sys.argv[2], "wb").write(d.replace(b"transformer.ln_f.bias\"", b"transformer.ln_f.bia\\u0000\"", 1))
+' "$tmp/gpt2.a/model.safetensors" "$tmp/nul/model.safetensors"
+expect_error "a NUL in a tensor name" "model.safetensors: the header escapes a NUL (\\u0000) at byte" \
+  1 eval --init-from "$tmp/nul" $EVAL
 # Weights that make the loss NaN: valid JSON (null, as train's --log writes it), said.
 mkdir "$tmp/nan"
 cp "$tmp/gpt2.a/config.json" "$tmp/nan/"

@@ -13,6 +13,7 @@
 
 #include "fsdp/file_commit.h"
 #include "fsdp/error.h"
+#include "fsdp/json_text.h"
 #include "fsdp/input_file.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -191,6 +192,9 @@ void safetensors_open(struct safetensors_file *f, const char *path) {
   char *text = fsdp_xmalloc(n + 1);
   if (pread(f->fd, text, n, 8) != (ssize_t)n) fsdp_fatal("%s: cannot read the header: %s", path, strerror(errno));
   text[n] = '\0';
+  /* cJSON would end a tensor's name at the NUL and take it for another's. */
+  long nul = json_nul_escape(text, n);
+  if (nul >= 0) fsdp_fatal("%s: the header escapes a NUL (\\u0000) at byte %ld of it", path, nul);
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithLengthOpts(text, n, &end, 0);
   if (!root) fsdp_fatal("%s: the header is not valid JSON (near byte %td of it)", path, end ? end - text : 0);

@@ -109,6 +109,19 @@ static char *config_path_of(const char *path) {
   return config;
 }
 
+/* A key an object of j (or of one inside it) holds twice, or NULL: cJSON finds the first,
+ * Python's json (transformers) keeps the last, and the two would build other models. */
+static const char *twice(const cJSON *j) {
+  for (const cJSON *a = j->child; a; a = a->next) {
+    if (cJSON_IsObject(j))
+      for (const cJSON *b = a->next; b; b = b->next)
+        if (strcmp(a->string, b->string) == 0) return a->string;
+    const char *inside = twice(a);
+    if (inside) return inside;
+  }
+  return NULL;
+}
+
 static cJSON *read_json(const char *path) {
   size_t len;
   char *text = input_file_read_all("--init-from config", path, INPUT_JSON_MAX_BYTES, &len);
@@ -116,6 +129,8 @@ static cJSON *read_json(const char *path) {
   free(text);
   if (!root) fsdp_fatal("%s: not valid JSON", path);
   if (!cJSON_IsObject(root)) fsdp_fatal("%s: not a JSON object", path);
+  const char *key = twice(root);
+  if (key) fsdp_fatal("%s: \"%s\" is given twice", path, key);
   return root;
 }
 
