@@ -45,8 +45,12 @@ int main(void) {
     }
     double one = sum_squares(&cpu, x, n, 0.5, 1);
     check(fabsl((long double)one - want) <= 1e-12L * want, "the sum of squares, plus what the sum held", n);
+    /* libgomp's barriers are invisible to the thread sanitizer, which would report the
+     * blocks' sums (tests/CMakeLists.txt): under it, one thread only. */
+    const char *sanitizer = getenv("FSDP_SANITIZER");
+    int many = !(sanitizer && strcmp(sanitizer, "thread") == 0);
     static const int threads[] = {2, 3, 8};
-    for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++)
+    for (size_t t = 0; many && t < sizeof threads / sizeof threads[0]; t++)
       check(memcmp(&one, &(double){sum_squares(&cpu, x, n, 0.5, threads[t])}, sizeof one) == 0,
             "the same bits on one thread and on several", n);
     printf("n %zu: %.17g, relative error %.2Lg\n", n, one, fabsl((long double)one - want) / want);
