@@ -95,6 +95,19 @@ else
   fail "other-data accepted: exit $rc"
 fi
 unset DATA
+# Shards of one name and size in other folders, given in the other order: the names and
+# token counts agree, the first tokens do not (before, the resume went on silently over
+# other data).
+mkdir "$tmp/en" "$tmp/de"
+head -c 200000 "$tmp/corpus.txt" > "$tmp/en/part0.txt"
+tail -c 200000 "$tmp/corpus.txt" > "$tmp/de/part0.txt"
+DATA="$tmp/en/part0.txt,$tmp/de/part0.txt"
+run --checkpoint-dir "$tmp/ordered" --checkpoint-every 3
+[ "$rc" -eq 0 ] || fail "the run over en, de: exit $rc"
+DATA="$tmp/de/part0.txt,$tmp/en/part0.txt"
+expect_error swapped-data "its shard 1, 'part0.txt' of 200000 tokens, begins with other tokens than this run's '$tmp/de/part0.txt'" \
+  --resume "$tmp/ordered/step-00000003"
+unset DATA
 # A checkpoint from before data positions were kept (its batches were drawn at random).
 c=$(fresh old-format)
 "$PYTHON" - "$c/metadata.json" <<'PY'

@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "fsdp/crc32c.h"
+#include "fsdp/input_file.h"
 #include "fsdp/error.h"
 #include "fsdp/data.h"
 
@@ -185,6 +188,23 @@ static void tokenize(struct data_shard *shard, const char *tokenizer, int vocab_
   shard->layout = (struct token_file_layout){d.format, d.width, 0, d.n_tokens};
 }
 
+/* The CRC-32C of the shard's first tokens: another file of the same name and size (the
+ * same shard name in another folder, a data set in another order) begins otherwise. */
+enum { HEAD_BYTES = 1 << 14 };
+static uint32_t head_crc32c(const struct data_shard *shard) {
+  size_t bytes = shard->layout.n_tokens * (size_t)shard->layout.width;
+  if (bytes > HEAD_BYTES) bytes = HEAD_BYTES;
+  if (shard->tokens) return crc32c_update(0, shard->tokens, bytes);
+  unsigned char head[HEAD_BYTES];
+  struct input_file f;
+  input_file_open(&f, "token file", shard->path);
+  ssize_t n = pread(f.fd, head, bytes, (off_t)shard->layout.offset);
+  if (n != (ssize_t)bytes)
+    fsdp_fatal("token file '%s': cannot read its first tokens: %s", shard->path, n < 0 ? strerror(errno) : "cut short");
+  input_file_close(&f);
+  return crc32c_update(0, head, bytes);
+}
+
 void data_set_open(struct data_set *s, const char *flag, const char *spec, const char *format,
                    const char *tokenizer, int vocab_size) {
   memset(s, 0, sizeof *s);
@@ -206,6 +226,7 @@ void data_set_open(struct data_set *s, const char *flag, const char *spec, const
       tokenize(shard, tokenizer, vocab_size);
     else
       token_file_probe(shard->path, format, &shard->layout);
+    shard->head_crc32c = head_crc32c(shard);
     const struct data_shard *first = &s->shards[0];
     if (shard->layout.width != first->layout.width)
       fsdp_fatal("%s: '%s' holds %d-byte tokens (%s), but '%s' holds %d-byte ones (%s): every shard must have the "

@@ -151,8 +151,9 @@ static cJSON *state_json(const struct ckpt_parts *p, const struct train_state *s
   return j;
 }
 
-/* The data set's identity: its shards, in order, by base name (the files may move) and
- * token count; the windows an epoch holds follow from them and --seq-len. */
+/* The data set's identity: its shards, in order, by base name (the files may move), token
+ * count and the CRC-32C of their first tokens; the windows an epoch holds follow from
+ * them and --seq-len. */
 static cJSON *data_json(const struct data_loader *l) {
   const struct data_set *set = &l->train_set;
   cJSON *d = cJSON_CreateObject();
@@ -162,6 +163,9 @@ static cJSON *data_json(const struct data_loader *l) {
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "name", set->shards[i].name);
     cJSON_AddNumberToObject(e, "tokens", (double)set->shards[i].layout.n_tokens);
+    char crc[16];
+    snprintf(crc, sizeof crc, "%08x", set->shards[i].head_crc32c);
+    cJSON_AddStringToObject(e, "head_crc32c", crc);
     cJSON_AddItemToArray(shards, e);
   }
   return d;
@@ -410,6 +414,15 @@ static const char *data_difference(const char *path, const cJSON *data, const st
     if (strcmp(name, mine->name) != 0 || tokens != mine->layout.n_tokens) {
       snprintf(out, out_size, "its shard %d is '%s' of %zu tokens, this run's '%s' of %zu", i, name, tokens,
                mine->name, mine->layout.n_tokens);
+      return out;
+    }
+    /* Checkpoints from before it was kept have none. */
+    const cJSON *crc = cJSON_GetObjectItemCaseSensitive(e, "head_crc32c");
+    char mine_crc[16];
+    snprintf(mine_crc, sizeof mine_crc, "%08x", mine->head_crc32c);
+    if (crc && (!cJSON_IsString(crc) || strcmp(crc->valuestring, mine_crc) != 0)) {
+      snprintf(out, out_size, "its shard %d, '%s' of %zu tokens, begins with other tokens than this run's '%s'", i,
+               name, tokens, mine->path);
       return out;
     }
   }
