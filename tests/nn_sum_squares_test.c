@@ -14,6 +14,7 @@
 #include "fsdp/error.h"
 #include "fsdp/nn.h"
 #include "fsdp/rng.h"
+#include "fsdp/stream.h"
 
 static int checks, failures;
 
@@ -56,6 +57,7 @@ int main(void) {
     printf("n %zu: %.17g, relative error %.2Lg\n", n, one, fabsl((long double)one - want) / want);
     free(x);
   }
+  stream_destroy(cpu.stream);
   printf("%d checks, %d failures\n", checks, failures);
   return failures ? 1 : 0;
 }
