@@ -3,7 +3,8 @@
 # NFS, a user's truncate) ends the job with a message naming the file, never a signal:
 # under --data-io pread and mmap, on 1 and 2 ranks. The run is long; once its log has two
 # steps the shard is truncated to 5000 bytes, and the next window past them must end it
-# (before the fix, mmap's ranks died of SIGBUS, exit 135, naming nothing).
+# (before the fix, mmap's ranks died of SIGBUS, exit 135, naming nothing). And a shard
+# replaced or written over mid-run ends it when it is opened again.
 # Usage: data_shrinks_test.sh path/to/fsdp PYTHON SOURCE_DIR MPIRUN...
 . "$(dirname "$0")/train_test_setup.sh"
 MPIRUN="$*"
@@ -18,6 +19,30 @@ ids = open(sys.argv[1], "rb").read()[:200000]
 open(sys.argv[2], "wb").write(b"".join(b.to_bytes(2, "little") for b in ids))
 PY
 
+# two_steps JOB: waits until the log has two steps (or the job ended, or 2 minutes passed).
+two_steps() {
+  waited=0
+  while [ "$(cat "$tmp/log.jsonl" 2>/dev/null | wc -l)" -lt 2 ] && [ "$waited" -lt 1200 ] && kill -0 "$1" 2>/dev/null; do
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+}
+
+# ended_naming JOB NAME TEXT PATTERN: the job ended with an error, its output holding TEXT
+# and matching PATTERN (grep -E), and no signal.
+ended_naming() {
+  rc=0
+  wait "$1" || rc=$?
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -qF -- "$3" "$tmp/out" && grep -qE -- "$4" "$tmp/out" &&
+    ! grep -qi "signal" "$tmp/out"; then
+    passed=$((passed + 1))
+    echo "ok   $2: $(grep -m1 "fsdp: error" "$tmp/out")"
+  else
+    failed=$((failed + 1))
+    echo "FAIL $2: exit $rc; $(grep -m3 -iE "error|signal" "$tmp/out")"
+  fi
+}
+
 for io in pread mmap; do
   for ranks in 1 2; do
     name="--data-io $io, $ranks rank(s)"
@@ -26,22 +51,9 @@ for io in pread mmap; do
     timeout 300 $MPIRUN -np "$ranks" "$FSDP" train --model gpt2-tiny --seq-len 32 --batch-size 2 --steps 1000000 \
       --data "$tmp/one.bin" --val-fraction 0 --data-io "$io" --log "$tmp/log.jsonl" >"$tmp/out" 2>&1 &
     job=$!
-    waited=0
-    while [ "$(cat "$tmp/log.jsonl" 2>/dev/null | wc -l)" -lt 2 ] && [ "$waited" -lt 1200 ] && kill -0 "$job" 2>/dev/null; do
-      sleep 0.1
-      waited=$((waited + 1))
-    done
+    two_steps "$job"
     truncate -s 5000 "$tmp/one.bin"
-    rc=0
-    wait "$job" || rc=$?
-    if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -qF "token file '$tmp/one.bin'" "$tmp/out" &&
-      grep -qE "shrank while it was read|changed while the job ran" "$tmp/out" && ! grep -qi "signal" "$tmp/out"; then
-      passed=$((passed + 1))
-      echo "ok   $name: $(grep -m1 "fsdp: error" "$tmp/out")"
-    else
-      failed=$((failed + 1))
-      echo "FAIL $name: exit $rc; $(grep -m3 -iE "error|signal" "$tmp/out")"
-    fi
+    ended_naming "$job" "$name" "token file '$tmp/one.bin'" "shrank while it was read|changed while the job ran"
   done
 done
 # A shard replaced by another file of its size (mv over it), or written over in place,
@@ -61,11 +73,7 @@ for change in replaced written; do
   timeout 300 "$FSDP" train --model gpt2-tiny --seq-len 32 --batch-size 2 --steps 1000000 --data "$tmp/shards" \
     --val-fraction 0 --log "$tmp/log.jsonl" >"$tmp/out" 2>&1 &
   job=$!
-  waited=0
-  while [ "$(cat "$tmp/log.jsonl" 2>/dev/null | wc -l)" -lt 2 ] && [ "$waited" -lt 1200 ] && kill -0 "$job" 2>/dev/null; do
-    sleep 0.1
-    waited=$((waited + 1))
-  done
+  two_steps "$job"
   if [ "$change" = replaced ]; then
     cp "$tmp/other.bin" "$tmp/new.bin" && mv "$tmp/new.bin" "$tmp/shards/s3.bin"
     want="another file has its name now"
@@ -73,15 +81,7 @@ for change in replaced written; do
     cp "$tmp/other.bin" "$tmp/shards/s5.bin"
     want="it was written to after the start"
   fi
-  rc=0
-  wait "$job" || rc=$?
-  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -qF "changed while the job ran: $want" "$tmp/out"; then
-    passed=$((passed + 1))
-    echo "ok   a shard $change: $(grep -m1 "fsdp: error" "$tmp/out")"
-  else
-    failed=$((failed + 1))
-    echo "FAIL a shard $change: exit $rc; $(grep -m3 -iE "error|signal" "$tmp/out")"
-  fi
+  ended_naming "$job" "a shard $change" "changed while the job ran: $want" "."
 done
 echo "data_shrinks: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
