@@ -231,6 +231,10 @@ expect_error trace-over-data "--trace: '$tmp/./data.txt' is the token file '$tmp
   --trace "$tmp/./data.txt"
 unset DATA
 cmp -s "$tmp/corpus.txt" "$tmp/data.txt" || fail "log-over-data: the data file was changed"
+c=$(fresh outputs)
+expect_error log-in-checkpoint "--log: '$c/rank-00000.bin' is in the checkpoint folder '$c'" --resume "$c" \
+  --log "$c/rank-00000.bin"
+expect_error trace-is-log "--trace: '$tmp/same.json' is --log's file too" --log "$tmp/same.json" --trace "$tmp/same.json"
 
 echo "checkpoint_errors: $failed failed"
 [ "$failed" -eq 0 ]

@@ -212,6 +212,13 @@ if run 1 eval --init-from "$tmp/nan" $EVAL && tail -n 1 "$tmp/out" > "$tmp/json"
 else
   fail "a NaN loss: $(cat "$tmp/out" "$tmp/err")"
 fi
+run 1 train --init-from "$tmp/nan" --data "$tmp/corpus.txt" --seq-len 16 --batch-size 2 --steps 1 --val-every 1 \
+  --val-batches 1 --log "$tmp/nan.jsonl"
+grep -q '"val_loss":null' "$tmp/nan.jsonl" && ok "a NaN validation loss is logged as null" ||
+  fail "a NaN validation loss: $(cat "$tmp/nan.jsonl" "$tmp/err")"
+expect_error "--trace over --init-from's weights" "--trace: '$tmp/gpt2.a/model.safetensors' is one of --init-from's files" \
+  1 train --init-from "$tmp/gpt2.a" --data "$tmp/corpus.txt" --seq-len 16 --batch-size 2 --steps 1 \
+  --trace "$tmp/gpt2.a/model.safetensors"
 expect_error "a missing --init-from" "--init-from: $tmp/none: No such file or directory" 1 eval --init-from "$tmp/none" $EVAL
 expect_error "--output a file" "--output: '$tmp/corpus.txt' exists and is not a folder" 1 export $GPT2 -o "$tmp/corpus.txt"
 expect_error "--dtype fp16" "--dtype: unknown dtype 'fp16'" 1 export $GPT2 -o "$tmp/x" --dtype fp16

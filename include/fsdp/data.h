@@ -78,7 +78,7 @@ struct data_shard {
   char *path;
   const char *name; /* its base name: what a checkpoint records of it */
   uint64_t device, inode; /* the file's identity: one file under two names (a hard link) is one */
-  int64_t modified_ns;    /* its modification time at the start: a reader reopening it checks it is unchanged */
+  int64_t changed_ns;     /* its status change time at the start: a reader reopening it checks it is unchanged */
   uint32_t head_crc32c;   /* of its first tokens' bytes (16 KiB at most): with name and size, what a checkpoint records */
   struct token_file_layout layout;
   void *tokens; /* --tokenizer: the file's ids, tokenized at the start (layout.width bytes each); else NULL */

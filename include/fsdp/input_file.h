@@ -33,4 +33,10 @@ char *input_file_read_whole(struct input_file *f, const char *what, size_t cap, 
 /* input_file_open, input_file_read_whole and input_file_close. */
 char *input_file_read_all(const char *what, const char *path, size_t cap, size_t *length);
 
+/* Whether a and b name one file (device and inode, links followed); 0 where either is
+ * not there. For a command's checks that what it writes is not what it reads. */
+int input_file_same(const char *a, const char *b);
+/* The folder path is in, as text: up to its last slash ("/" in the root, "." without one). */
+void input_file_folder(const char *path, char *folder, size_t size);
+
 #endif

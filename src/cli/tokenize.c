@@ -12,6 +12,7 @@
 #include "fsdp/cli.h"
 #include "fsdp/data.h"
 #include "fsdp/error.h"
+#include "fsdp/input_file.h"
 #include "fsdp/flags.h"
 #include "fsdp/text.h"
 
@@ -109,27 +110,16 @@ static int ends_with(const char *s, const char *tail) {
   return n >= k && strcmp(s + n - k, tail) == 0;
 }
 
-static int same_file(const char *a, const char *b) {
-  struct stat sa, sb;
-  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
-/* The folder of path, in dir (".": none named). */
-static void folder_of(const char *path, char *dir, size_t size) {
-  const char *slash = strrchr(path, '/');
-  snprintf(dir, size, "%.*s", slash ? (int)(slash - path + (slash == path)) : 1, slash ? path : ".");
-}
-
 /* Whether path is one of the shards PREFIX names: PREFIX_train_NNNNNN.bin or
  * PREFIX_val_NNNNNN.bin in PREFIX's folder. */
 static int is_shard_of(const char *path, const char *prefix) {
   char dir[4096], prefix_dir[4096];
-  folder_of(path, dir, sizeof dir);
-  folder_of(prefix, prefix_dir, sizeof prefix_dir);
+  input_file_folder(path, dir, sizeof dir);
+  input_file_folder(prefix, prefix_dir, sizeof prefix_dir);
   const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
   const char *stem = strrchr(prefix, '/') ? strrchr(prefix, '/') + 1 : prefix;
   size_t n = strlen(stem);
-  if (strncmp(name, stem, n) != 0 || !same_file(dir, prefix_dir)) return 0;
+  if (strncmp(name, stem, n) != 0 || !input_file_same(dir, prefix_dir)) return 0;
   const char *rest = name + n;
   rest += strncmp(rest, "_train_", 7) == 0 ? 7 : strncmp(rest, "_val_", 5) == 0 ? 5 : 0;
   size_t digits = strspn(rest, "0123456789");
@@ -140,7 +130,7 @@ static int is_shard_of(const char *path, const char *prefix) {
  * their folder. Neither may be an input: the rename at the end would replace it. */
 static void check_output(const struct tokenize_job *o) {
   for (int i = 0; i < o->n_files; i++)
-    if (ends_with(o->output, ".bin") ? same_file(o->files[i], o->output) : is_shard_of(o->files[i], o->output))
+    if (ends_with(o->output, ".bin") ? input_file_same(o->files[i], o->output) : is_shard_of(o->files[i], o->output))
       fsdp_fatal("--output '%s': the input '%s' is %s it writes: it would be replaced (give another --output)",
                  o->output, o->files[i], ends_with(o->output, ".bin") ? "the file" : "one of the shards");
   if (ends_with(o->output, ".bin")) {

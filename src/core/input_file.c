@@ -101,3 +101,13 @@ char *input_file_read_all(const char *what, const char *path, size_t cap, size_t
   input_file_close(&f);
   return data;
 }
+
+int input_file_same(const char *a, const char *b) {
+  struct stat sa, sb;
+  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+void input_file_folder(const char *path, char *folder, size_t size) {
+  const char *slash = strrchr(path, '/');
+  snprintf(folder, size, "%.*s", slash ? (int)(slash - path + (slash == path)) : 1, slash ? path : ".");
+}

@@ -101,8 +101,10 @@ static void add_entry(struct path_list *l, const char *flag, const char *entry) 
     add_path(l, entry); /* a missing file is named when it is opened */
 }
 
-static int64_t modified_ns(const struct stat *st) {
-  return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+/* Its status change time: a write sets it, and so does any setting of the modification
+ * time back (touch -r), which no user can set back in turn. */
+static int64_t changed_ns(const struct stat *st) {
+  return (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
 }
 
 void data_shard_check_unchanged(const struct data_shard *s, int fd) {
@@ -110,11 +112,12 @@ void data_shard_check_unchanged(const struct data_shard *s, int fd) {
   if (!s->inode || fstat(fd, &st) != 0) return;
   if ((uint64_t)st.st_ino != s->inode || (uint64_t)st.st_dev != s->device)
     fsdp_fatal("token file '%s' changed while the job ran: another file has its name now", s->path);
-  if (modified_ns(&st) != s->modified_ns)
-    fsdp_fatal("token file '%s' changed while the job ran: it was written to after the start", s->path);
+  if (changed_ns(&st) != s->changed_ns)
+    fsdp_fatal("token file '%s' changed while the job ran: it was written to (or its times set) after the start",
+               s->path);
 }
 
-/* The identity of the file at path (stat follows links) and its modification time, into
+/* The identity of the file at path (stat follows links) and its status change time, into
  * the shard; a file that is not there is named by the caller, with the commas that cut
  * spec in mind. */
 static void identify(const char *flag, const char *spec, const char *path, struct data_shard *shard) {
@@ -128,7 +131,7 @@ static void identify(const char *flag, const char *spec, const char *path, struc
   }
   shard->device = (uint64_t)st.st_dev;
   shard->inode = (uint64_t)st.st_ino;
-  shard->modified_ns = modified_ns(&st);
+  shard->changed_ns = changed_ns(&st);
 }
 
 /* Each file once, whatever names it goes by (a symlink, another path, a hard link): the

@@ -42,7 +42,7 @@ static void write_json_line(FILE *log, const char *log_path, const struct step_m
   cJSON_AddNumberToObject(o, "minor_faults", (double)m->minor_faults);
   cJSON_AddNumberToObject(o, "mem_peak_bytes", (double)m->mem_peak_bytes);
   cJSON_AddNumberToObject(o, "mem_peak_bytes_rank0", (double)m->mem.total_peak);
-  if (!isnan(m->val_loss)) cJSON_AddNumberToObject(o, "val_loss", m->val_loss);
+  if (m->validated) cJSON_AddNumberToObject(o, "val_loss", m->val_loss); /* null where NaN, as loss */
   if (m->loss_scale > 0.0) {
     cJSON_AddNumberToObject(o, "loss_scale", m->loss_scale);
     cJSON_AddBoolToObject(o, "skipped", m->skipped);
@@ -66,7 +66,7 @@ static void write_json_line(FILE *log, const char *log_path, const struct step_m
 
 void metrics_report_step(FILE *log, const char *log_path, const struct step_metrics *m) {
   char val[48] = "", scale[64] = "", host[48] = "", mfu[32] = "", rate[32], comm[64] = "comm not timed";
-  if (!isnan(m->val_loss)) snprintf(val, sizeof val, " | val loss %.4f", m->val_loss);
+  if (m->validated) snprintf(val, sizeof val, " | val loss %.4f", m->val_loss);
   if (!isnan(m->mfu)) snprintf(mfu, sizeof mfu, ", MFU %.1f%%", 100.0 * m->mfu);
   /* A thousand GFLOP/s and more (a GPU's rates) read in TFLOP/s. */
   if (m->gflops >= 1e3)

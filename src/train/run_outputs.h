@@ -21,7 +21,8 @@ struct step_metrics {
   /* comm_ms: the all-gather, reduce-scatter and (HSDP) replicate streams' busy time,
    * added up; exposed_comm_ms: the compute thread's time blocked waiting for them. */
   double comm_ms, all_gather_ms, reduce_scatter_ms, replicate_ms, exposed_comm_ms;
-  double val_loss;           /* NAN when not evaluated this step */
+  int validated;             /* whether val_loss was measured this step (it may be NaN) */
+  double val_loss;
   double loss_scale;         /* fp16: the dynamic loss scale the step ran with; else 0 */
   long minor_faults;         /* this rank's page faults in the step (getrusage) */
   int skipped;               /* fp16: the gradients overflowed and no update was made */

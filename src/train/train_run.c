@@ -3,12 +3,15 @@
  * and checkpointed when due; a stop signal ends the run after the same step on every
  * rank, with a checkpoint. */
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "checkpointing.h"
 #include "fsdp/comm.h"
 #include "fsdp/data.h"
 #include "fsdp/device.h"
 #include "fsdp/error.h"
+#include "fsdp/input_file.h"
 #include "fsdp/log.h"
 #include "fsdp/memory.h"
 #include "fsdp/trace.h"
@@ -58,17 +61,45 @@ static int stop(struct checkpointing *c, struct trainer *t, int step, int sig) {
   return 128 + sig;
 }
 
-/* What the run writes must not be a file it reads: --log opened over a token file would
- * truncate it, --trace replace it. */
-static void check_outputs_are_not_data(const struct trainer *t) {
+/* The names --init-from reads in a folder (src/models/hf.c). */
+static int weights_file_name(const char *name) {
+  size_t n = strlen(name);
+  static const char *const ENDINGS[] = {".safetensors", ".safetensors.index.json"};
+  for (int i = 0; i < 2; i++) {
+    size_t k = strlen(ENDINGS[i]);
+    if (n >= k && strcmp(name + n - k, ENDINGS[i]) == 0) return 1;
+  }
+  return strcmp(name, "config.json") == 0;
+}
+
+/* What the run writes must not be a file it reads: --log opened over a token file
+ * truncated it, --trace replaced the weights of --init-from, a log appended to a
+ * checkpoint's rank file ruined it; nor one another output writes too. */
+static void check_outputs(const struct trainer *t) {
   const struct train_config *c = &t->cfg;
   const char *const flags[] = {"--log", "--trace", "--memory-snapshot"};
   const char *const paths[] = {c->log_path, c->trace_path, c->snapshot_path};
   for (int i = 0; i < 3; i++) {
-    const struct data_shard *shard = paths[i] ? data_loader_shard_at(&t->data, paths[i]) : NULL;
+    const char *p = paths[i];
+    if (!p) continue;
+    const struct data_shard *shard = data_loader_shard_at(&t->data, p);
     if (shard)
-      fsdp_fatal("%s: '%s' is the token file '%s' that the run reads: writing it would destroy the data", flags[i],
-                 paths[i], shard->path);
+      fsdp_fatal("%s: '%s' is the token file '%s' that the run reads: writing it would destroy the data", flags[i], p,
+                 shard->path);
+    for (int j = 0; j < i; j++)
+      if (paths[j] && (strcmp(paths[j], p) == 0 || input_file_same(paths[j], p)))
+        fsdp_fatal("%s: '%s' is %s's file too: each output needs its own", flags[i], p, flags[j]);
+    if (c->data.tokenizer && input_file_same(c->data.tokenizer, p))
+      fsdp_fatal("%s: '%s' is the --tokenizer file that the run reads", flags[i], p);
+    char folder[4096], metadata[4200];
+    input_file_folder(p, folder, sizeof folder);
+    const char *init = c->model.init_from, *slash = strrchr(p, '/'), *name = slash ? slash + 1 : p;
+    if (init && (input_file_same(init, p) || (input_file_same(init, folder) && weights_file_name(name))))
+      fsdp_fatal("%s: '%s' is one of --init-from's files ('%s'), which the run reads", flags[i], p, init);
+    snprintf(metadata, sizeof metadata, "%s/metadata.json", folder);
+    if (access(metadata, F_OK) == 0)
+      fsdp_fatal("%s: '%s' is in the checkpoint folder '%s', whose files a checkpoint is made of", flags[i], p,
+                 folder);
   }
 }
 
@@ -82,7 +113,7 @@ int train_run(const struct train_config *c) {
   double peak = peak_gflops(c->peak_gflops, c->mp.param_dtype, device, world) * comm_size(world);
   struct trainer t;
   trainer_setup(&t, c, device, world, 0);
-  check_outputs_are_not_data(&t);
+  check_outputs(&t);
   t.peak_gflops = peak;
   struct ckpt_parts parts = {&t.cfg, t.world_size, t.B, &t.fsdp, &t.data, &t.schedule, &t.optimizer_steps, &t.scaler};
   struct checkpointing checkpoints;

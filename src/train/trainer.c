@@ -242,6 +242,7 @@ void trainer_step(struct trainer *t, int step, struct step_metrics *m) {
   m->epoch = t->planning ? 0 : (long long)data_loader_epoch(&t->data, (uint64_t)(step - 1));
   int validate =
       !t->planning && t->data.has_val && o->data.val_every && (step % o->data.val_every == 0 || step == o->steps);
+  m->validated = validate;
   m->val_loss = validate ? validation_loss(t) : NAN;
 }
 
