@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "fsdp/crc32c.h"
 #include "fsdp/input_file.h"
@@ -201,9 +200,7 @@ static uint32_t head_crc32c(const struct data_shard *shard) {
   unsigned char head[HEAD_BYTES];
   struct input_file f;
   input_file_open(&f, "token file", shard->path);
-  ssize_t n = pread(f.fd, head, bytes, (off_t)shard->layout.offset);
-  if (n != (ssize_t)bytes)
-    fsdp_fatal("token file '%s': cannot read its first tokens: %s", shard->path, n < 0 ? strerror(errno) : "cut short");
+  input_file_read_at(&f, "token file", head, bytes, shard->layout.offset);
   input_file_close(&f);
   return crc32c_update(0, head, bytes);
 }
