@@ -32,16 +32,35 @@ void scanner_start(struct scanner *s, const unsigned char *text, size_t n, int f
   s->pending = 0;
 }
 
-/* The longest added token at pos, or -1. */
+/* The first of ids[lo, hi) whose byte at d is above byte, or at least byte where at_least:
+ * each of them has more than d bytes, and they are in the order of their bytes. */
+static int bound(const struct token_table *tokens, const uint32_t *ids, int lo, int hi, size_t d, unsigned char byte,
+                 int at_least) {
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    unsigned char b = token_table_bytes(tokens, ids[mid])[d];
+    if (b < byte || (b == byte && !at_least)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* The longest added token at pos, or -1. ids[lo, hi) are those that begin with the text's
+ * next d bytes; the one of d bytes, if any, is first. */
 static long added_at(const struct scanner *s, size_t pos) {
   const struct added_tokens *a = &s->t->added;
   const struct token_table *tokens = &s->t->tokens;
-  unsigned char b = s->text[pos];
-  for (int i = a->first[b]; i < a->first[b + 1]; i++) {
-    uint32_t id = a->ids[i], len = tokens->length[id];
-    if (len <= s->n - pos && memcmp(s->text + pos, token_table_bytes(tokens, id), len) == 0) return id;
+  const unsigned char *text = s->text + pos;
+  long longest = -1;
+  int lo = a->first[text[0]], hi = a->first[text[0] + 1];
+  for (size_t d = 1; lo < hi; d++) {
+    if (tokens->length[a->ids[lo]] == d) longest = a->ids[lo];
+    while (lo < hi && tokens->length[a->ids[lo]] == d) lo++;
+    if (d == s->n - pos) break;
+    lo = bound(tokens, a->ids, lo, hi, d, text[d], 1);
+    hi = bound(tokens, a->ids, lo, hi, d, text[d], 0);
   }
-  return -1;
+  return longest;
 }
 
 /* Added tokens are looked for only where the window holds all of the longest one's

@@ -8,10 +8,11 @@
 #include "fsdp/text.h"
 #include "maps.h"
 
-/* Added tokens, looked for in the text before anything else: by first byte, longest first. */
+/* Added tokens, looked for in the text before anything else, the longest where several
+ * begin at one place (as Hugging Face's). */
 struct added_tokens {
   int n;
-  uint32_t *ids;           /* by first byte, then by length, longest first */
+  uint32_t *ids;           /* in the order of their bytes, then of their ids */
   int first[257];          /* ids[first[b] .. first[b + 1]) start with byte b */
   size_t max_length;
 };

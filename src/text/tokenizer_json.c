@@ -239,17 +239,19 @@ static void read_vocab(const struct loader *l, const cJSON *vocab, struct added 
   }
 }
 
-/* Added tokens by first byte, the longest first, so that the first that matches is the
- * longest (Hugging Face takes the leftmost, then the longest). */
+/* Added tokens in the order of their bytes (then of their ids): those that begin with the
+ * same bytes lie together, the shortest first, so that the longest one that begins the
+ * text is found by narrowing a range a byte at a time (scanner.c). */
 struct added_key {
-  unsigned char first;
+  const unsigned char *bytes;
   uint32_t length, id;
 };
 
-static int by_first_byte_then_longest(const void *a, const void *b) {
+static int by_bytes(const void *a, const void *b) {
   const struct added_key *x = a, *y = b;
-  if (x->first != y->first) return x->first < y->first ? -1 : 1;
-  if (x->length != y->length) return x->length > y->length ? -1 : 1;
+  int c = memcmp(x->bytes, y->bytes, x->length < y->length ? x->length : y->length);
+  if (c) return c;
+  if (x->length != y->length) return x->length < y->length ? -1 : 1;
   return x->id < y->id ? -1 : x->id > y->id;
 }
 
@@ -258,17 +260,17 @@ static void index_added(struct text_tokenizer *t, const struct added *added, int
   struct added_key *keys = fsdp_xcalloc((size_t)n + 1, sizeof *keys);
   for (int i = 0; i < n; i++) {
     uint32_t id = (uint32_t)added[i].id;
-    keys[i] = (struct added_key){token_table_bytes(&t->tokens, id)[0], t->tokens.length[id], id};
+    keys[i] = (struct added_key){token_table_bytes(&t->tokens, id), t->tokens.length[id], id};
     if (keys[i].length > a->max_length) a->max_length = keys[i].length;
   }
-  qsort(keys, (size_t)n, sizeof *keys, by_first_byte_then_longest);
+  qsort(keys, (size_t)n, sizeof *keys, by_bytes);
   a->n = n;
   a->ids = fsdp_xcalloc((size_t)n + 1, sizeof *a->ids);
   for (int i = 0; i < n; i++) a->ids[i] = keys[i].id;
   int i = 0;
   for (int b = 0; b < 256; b++) {
     a->first[b] = i;
-    while (i < n && keys[i].first == b) i++;
+    while (i < n && keys[i].bytes[0] == b) i++;
   }
   a->first[256] = n;
   free(keys);
