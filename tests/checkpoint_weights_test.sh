@@ -3,7 +3,7 @@
 # --checkpoint` gives the same loss on 1 and 3 ranks as on the 2 that trained, and the
 # same as `fsdp eval --init-from` an export of that checkpoint; greedy `fsdp sample
 # --checkpoint` runs; a model flag that disagrees with the checkpoint, or both sources at
-# once, is refused naming the flag.
+# once, is refused naming the flag, and a step folder named for another step by its name.
 # Usage: checkpoint_weights_test.sh path/to/fsdp PYTHON SOURCE_DIR MPIRUN...
 . "$(dirname "$0")/train_test_setup.sh"
 MPIRUN="$*"
@@ -55,4 +55,11 @@ expect_error "checkpoint '$tmp/ckpt/step-00000007': no such directory" export --
 expect_error "checkpoint '$tmp/ckpt' is a folder of checkpoints, not one: give one of its steps, such as its newest complete one, '$step'" \
   eval --data "$tmp/corpus.txt" --batches 1 --checkpoint "$tmp/ckpt"
 expect_error "checkpoint '$tmp/ckpt' is a folder of checkpoints" sample --checkpoint "$tmp/ckpt" --prompt "int "
+# A step folder that names another step than it holds (a copy or link to an older one).
+mkdir "$tmp/renamed"
+cp -r "$tmp/ckpt/step-00000006" "$tmp/renamed/step-00000009"
+for command in "eval --data $tmp/corpus.txt --batches 1" "export -o $tmp/out" "sample --prompt int"; do
+  expect_error "checkpoint '$tmp/renamed/step-00000009' holds step 6, not the step 9 its name says" $command \
+    --checkpoint "$tmp/renamed/step-00000009"
+done
 echo "ok"

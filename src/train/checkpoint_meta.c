@@ -546,6 +546,11 @@ static void read_meta(const char *step_dir, const struct fsdp_model *m, const st
   if (p) check_flags(path, root, p);
   check_tensors(path, root, m);
   read_state(path, root, &out->state);
+  /* --resume auto, --keep-last and their users go by the folders' names: one that names
+   * another step (a link to an older checkpoint) would be taken for what it is not. */
+  int named = ckpt_named_step(step_dir);
+  if (named >= 0 && named != out->state.step)
+    fsdp_fatal("checkpoint '%s' holds step %d, not the step %d its name says", step_dir, out->state.step, named);
   if (p) read_data(path, root, p, &out->state);
   if (p) out->state.schedule = read_schedule(path, root, get_object(path, root, "state"), p->config);
   /* The run that wrote it was at a step of its schedule. */

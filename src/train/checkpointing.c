@@ -123,11 +123,6 @@ static int resume(const struct checkpointing *c) {
   p->scaler->scale = meta.state.loss_scale;
   p->scaler->good_steps = meta.state.good_steps;
   int step = meta.state.step;
-  /* --resume auto goes by the folders' names: one that names another step (a link to an
-   * older checkpoint) would resume somewhere else than the name says. */
-  int named = ckpt_named_step(dir.s);
-  if (named >= 0 && named != step)
-    fsdp_fatal("checkpoint '%s' holds step %d, not the step %d its name says", dir.s, step, named);
   fsdp_log_info("resume: from '%s' at step %d (%d files, %.1f MiB, checked and read in %.0f ms)", dir.s, step,
                 meta.n_files, mib(bytes), time_now_ms() - began);
   resume_schedule(p, &meta.state.schedule, step, dir.s);
