@@ -92,7 +92,7 @@ def runtime_info(torch):
     return {
         "env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                                               "OMP_WAIT_POLICY", "LD_LIBRARY_PATH", "ATEN_CPU_CAPABILITY",
-                                              "ONEDNN_MAX_CPU_ISA")},
+                                              "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")},
         # ATen's vector kernels' instruction set (ATEN_CPU_CAPABILITY caps it).
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "torch_num_threads": torch.get_num_threads(),
