@@ -82,6 +82,9 @@ expect_error other-preset "is of another model: --model gpt2-tiny there, llama3-
   --ffn-hidden 64 --vocab-size 256
 expect_error changed-lr "--lr: 0.001 here, but the checkpoint '$tmp/good/step-00000004/metadata.json' was trained with 0.002" \
   --resume "$tmp/good/step-00000004" --lr 1e-3
+# --val-data added on resume would give the tail --val-fraction held out to training: said so.
+expect_error val-data-added "--val-fraction: 0 here (--val-data's: validation from files of its own, where the checkpoint's run held the tail of --data out of training; resume without --val-data), but the checkpoint '$tmp/good/step-00000004/metadata.json' was trained with 0.1" \
+  --resume "$tmp/good/step-00000004" --val-data "$tmp/corpus.txt"
 # Another data set: its shards' names or token counts differ.
 head -c 200000 "$tmp/corpus.txt" > "$tmp/shorter.txt"
 DATA=$tmp/shorter.txt

@@ -30,6 +30,7 @@ struct shaping_flag {
   char value[64];
   int of_model;
   int is_float;
+  const char *why; /* what the value here comes from, where the flag was not given as such */
 };
 enum { MAX_SHAPING_FLAGS = 32 };
 
@@ -47,7 +48,7 @@ static int shaping_flags(const struct ckpt_parts *p, struct shaping_flag *f) {
   const struct model_config *c = &o->model.config;
   int n = 0;
 #define FLAG(name, model, ...)                                                                                   \
-  (f[n].flag = name, f[n].of_model = model, f[n].is_float = 0, snprintf(f[n].value, sizeof f[n].value, __VA_ARGS__), \
+  (f[n] = (struct shaping_flag){.flag = name, .of_model = model}, snprintf(f[n].value, sizeof f[n].value, __VA_ARGS__), \
    n++)
 #define FLOAT_FLAG(name, v) (FLAG(name, 0, "%s", float_text(number, v)), f[n - 1].is_float = 1)
   char number[32];
@@ -73,6 +74,9 @@ static int shaping_flags(const struct ckpt_parts *p, struct shaping_flag *f) {
   FLAG("--param-dtype", 0, "%s", dtype_name(o->mp.param_dtype));
   FLAG("--reduce-dtype", 0, "%s", dtype_name(o->mp.reduce_dtype));
   FLOAT_FLAG("--val-fraction", o->data.val_fraction);
+  if (o->data.val_files)
+    f[n - 1].why = " (--val-data's: validation from files of its own, where the checkpoint's run held the tail of "
+                   "--data out of training; resume without --val-data)";
 #undef FLOAT_FLAG
 #undef FLAG
   FSDP_CHECK(n <= MAX_SHAPING_FLAGS);
@@ -322,9 +326,9 @@ static void check_flags(const char *path, const cJSON *root, const struct ckpt_p
                             ? ": an fp32 ulp apart; give the checkpoint's value as it is written there, or leave the "
                               "flag out if its default made it"
                             : "";
-      fsdp_fatal("%s: %s here, but the checkpoint '%s' was trained with %s (the flags that shape training must stay "
+      fsdp_fatal("%s: %s here%s, but the checkpoint '%s' was trained with %s (the flags that shape training must stay "
                  "the same on resume)%s",
-                 flags[i].flag, flags[i].value, path, there, ulp);
+                 flags[i].flag, flags[i].value, flags[i].why ? flags[i].why : "", path, there, ulp);
     }
 }
 
