@@ -358,6 +358,9 @@ expect_memviz_error "nonexistent snapshot" 1 "memory snapshot '$tmp/missing.json
   "$tmp/missing.json" -o "$tmp/out.html"
 expect_memviz_error "bad -o extension" 2 "-o: '$tmp/out.png' must end in .html" "$tmp/good.json" -o "$tmp/out.png"
 expect_memviz_error "missing -o" 2 "missing -o OUT" "$tmp/good.json"
+cp "$tmp/good.json" "$tmp/good.html"
+expect_memviz_error "-o the snapshot" 2 "-o: '$tmp/good.html' is the file to draw" "$tmp/good.html" -o "$tmp/good.html"
+cmp -s "$tmp/good.json" "$tmp/good.html" || { failed=$((failed + 1)); echo "FAIL memviz -o naming the snapshot replaced it"; }
 expect_memviz_error "missing snapshot" 2 "missing SNAPSHOT" -o "$tmp/out.html"
 expect_memviz_error "unwritable -o" 1 "-o: cannot open '$tmp/no/such/dir/out.html.tmp' for writing" \
   "$tmp/good.json" -o "$tmp/no/such/dir/out.html"

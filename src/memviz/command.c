@@ -9,6 +9,7 @@
 
 #include "fsdp/error.h"
 #include "fsdp/flags.h"
+#include "fsdp/input_file.h"
 #include "fsdp/memviz.h"
 #include "fsdp/output_file.h"
 #include "render.h"
@@ -59,6 +60,12 @@ int memviz_ends_with(const char *text, const char *suffix) {
   return n >= m && strcmp(text + n - m, suffix) == 0;
 }
 
+int memviz_output_not_input(const char *command, const char *input, const char *output) {
+  if (input_file_same(input, output))
+    return memviz_usage_error(command, "-o: '%s' is the file to draw, '%s': give another name", output, input);
+  return -1;
+}
+
 /* Returns -1 when the options are complete, 0 when --help was printed, or the exit
  * status of a usage error. argv[0] is "memviz". */
 static int parse_options(struct memviz_options *o, int argc, char **argv) {
@@ -73,7 +80,7 @@ static int parse_options(struct memviz_options *o, int argc, char **argv) {
   } else {
     return memviz_usage_error("memviz", "-o: '%s' must end in .html (a page) or .svg (an image)", o->output);
   }
-  return -1;
+  return memviz_output_not_input("memviz", o->snapshot, o->output);
 }
 
 /* The document is built in memory, then written to a temporary name and renamed

@@ -47,6 +47,9 @@ struct flag_parser;
  * *input (left as it is when none is given); returns 1 when --help was printed. */
 int memviz_read_command_line(const struct flag_parser *p, void *options, int argc, char **argv, const char **input);
 int memviz_ends_with(const char *text, const char *suffix);
+/* The exit status of a usage error when output names the input file (the drawing would
+ * replace what it draws), else -1. */
+int memviz_output_not_input(const char *command, const char *input, const char *output);
 /* Writes what write(f, what) prints to path whole, or ends the job naming -o. */
 void memviz_write_document(const char *path, void (*write)(FILE *f, const void *what), const void *what);
 

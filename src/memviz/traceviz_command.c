@@ -42,7 +42,7 @@ static int parse_options(struct traceviz_options *o, int argc, char **argv) {
   if (!o->output) return memviz_usage_error("traceviz", "missing -o OUT.svg, the image to write");
   if (!memviz_ends_with(o->output, ".svg"))
     return memviz_usage_error("traceviz", "-o: '%s' must end in .svg", o->output);
-  return -1;
+  return memviz_output_not_input("traceviz", o->trace, o->output);
 }
 
 static void write_timeline(FILE *f, const void *what) { timeline_write_svg(f, what); }
