@@ -32,6 +32,10 @@ hot=$(sample --temperature 1.5 --top-k 5 --seed 3)
 long=$(sample --max-new-tokens 100 --seed 1)
 [ "$(echo "$long" | wc -w)" -eq 29 ] && grep -q "max_seq_len 32" "$tmp/err" && ok "stops at max_seq_len" ||
   fail "at max_seq_len: $(echo "$long" | wc -w) tokens, $(cat "$tmp/err")"
+# The largest --max-new-tokens (3 + it overflowed an int: an internal check failed).
+long=$(sample --max-new-tokens 2147483647 --seed 1)
+[ "$(echo "$long" | wc -w)" -eq 29 ] && grep -q "max_seq_len 32" "$tmp/err" && ok "--max-new-tokens 2^31-1 stops there" ||
+  fail "--max-new-tokens 2147483647: $(echo "$long" | wc -w) tokens, $(cat "$tmp/err")"
 
 # A preset's heads changed: GPT-2's kv heads follow --n-head (its KV cache kept the
 # preset's 4 and stopped at the first token).

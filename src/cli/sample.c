@@ -74,12 +74,12 @@ int fsdp_sample_main(int argc, char **argv) {
                config->vocab_size);
   int n_prompt;
   int *ids = prompt_ids(&o, &tokenizer, &n_prompt);
-  int total = n_prompt + o.max_new_tokens;
-  if (total > config->max_seq_len) {
+  int total = config->max_seq_len;
+  if ((long long)n_prompt + o.max_new_tokens > total)
     fprintf(stderr, "stopping at the model's max_seq_len %d: %d new tokens, not %d\n", config->max_seq_len,
             config->max_seq_len - n_prompt, o.max_new_tokens);
-    total = config->max_seq_len;
-  }
+  else
+    total = n_prompt + o.max_new_tokens;
 
   /* The training activations are for batches of 1 x 1: a decode step uses its own. */
   struct source_model m;
