@@ -543,6 +543,10 @@ static void test_bad_files(void) {
                "says 10 tokens (40 bytes", "20 bytes follow");
   expect_fatal("an llm.c header of another kind", &(struct load_case){.kind = LOAD, .path = eval_file, .format = "auto", .vocab_size = 65536},
                "looks like llm.c's (magic 20240522, version 1)", "--data-format");
+  /* A magic damaged, the count still that of the tokens after the header: it was read as
+   * nanoGPT's uint16, the header's 512 "tokens" trained on. */
+  expect_fatal("an llm.c header with a damaged magic", &(struct load_case){.kind = LOAD, .path = not_llmc, .format = "auto", .vocab_size = 65536},
+               "looks like llm.c's (magic 12345, version 1)", "--data-format");
 
   /* Opened as shards: every header is checked at the start, the shards named. */
   snprintf(spec, sizeof spec, "%s,%s", small, mismatch);

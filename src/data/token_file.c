@@ -33,7 +33,7 @@ struct token_file {
   struct input_file in;
   const char *path;
   size_t size;
-  uint32_t head[2]; /* the first two int32 (magic and version, in an llm.c file), 0 past the end */
+  uint32_t head[3]; /* the first three int32 (magic, version and count, in an llm.c file), 0 past the end */
 };
 
 static uint32_t read_le32(const unsigned char *b) {
@@ -49,11 +49,10 @@ static void open_token_file(struct token_file *tf, const char *path) {
   if (tf->in.size == 0) fsdp_fatal("token file '%s' is empty", path);
   tf->path = path;
   tf->size = tf->in.size;
-  unsigned char head[8] = {0};
+  unsigned char head[sizeof tf->head] = {0};
   size_t n = tf->size < sizeof head ? tf->size / 4 * 4 : sizeof head;
   read_exact(tf, head, n, 0);
-  tf->head[0] = read_le32(head);
-  tf->head[1] = read_le32(head + 4);
+  for (int i = 0; i < 3; i++) tf->head[i] = read_le32(head + 4 * i);
 }
 
 static const struct llmc_kind *llmc_kind(uint32_t magic, uint32_t version) {
@@ -73,6 +72,13 @@ static int looks_like_llmc(uint32_t magic, uint32_t version) {
          version <= 255;
 }
 
+/* A header whose count is the tokens after it, at either width: an llm.c file, whatever
+ * its magic says (uint16 tokens that happen to spell that are one chance in billions). */
+static int counts_its_tokens(const struct token_file *tf) {
+  size_t count = tf->head[LLMC_HEADER_COUNT], body = tf->size - LLMC_HEADER_BYTES;
+  return count > 0 && (count * 2 == body || count * 4 == body);
+}
+
 static int has_bin_suffix(const char *path) {
   size_t n = strlen(path);
   return n >= 4 && strcmp(path + n - 4, ".bin") == 0;
@@ -82,7 +88,7 @@ static int has_bin_suffix(const char *path) {
  * file is reported as one instead of being read as uint16 tokens. */
 static enum token_format detect_format(struct token_file *tf) {
   if (is_llmc_magic(tf->head[0])) return TOKENS_LLMC;
-  if (tf->size >= LLMC_HEADER_BYTES && looks_like_llmc(tf->head[0], tf->head[1]))
+  if (tf->size >= LLMC_HEADER_BYTES && (looks_like_llmc(tf->head[0], tf->head[1]) || counts_its_tokens(tf)))
     fsdp_fatal("token file '%s': its header looks like llm.c's (magic %u, version %u), but %s; give --data-format "
                "nanogpt or text to read it as such",
                tf->path, tf->head[0], tf->head[1], LLMC_KNOWN);
