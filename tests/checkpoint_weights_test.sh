@@ -51,6 +51,8 @@ expect_error "--checkpoint and --init-from: give one source of weights" eval --d
   --checkpoint "$step" --init-from "$tmp/hf"
 expect_error "checkpoint '$tmp/ckpt/step-00000007': no such directory" export --checkpoint "$tmp/ckpt/step-00000007" \
   -o "$tmp/out"
+expect_error "checkpoint '$tmp/corpus.txt' is a file: a checkpoint is a step's folder" export --checkpoint "$tmp/corpus.txt" \
+  -o "$tmp/out"
 # --checkpoint-dir's folder, not one of its steps (main called it an interrupted checkpoint).
 expect_error "checkpoint '$tmp/ckpt' is a folder of checkpoints, not one: give one of its steps, such as its newest complete one, '$step'" \
   eval --data "$tmp/corpus.txt" --batches 1 --checkpoint "$tmp/ckpt"

@@ -75,9 +75,9 @@ expect_error() {  # expect_error TEXT ARGS...
   if timeout 60 $MPIRUN -np 1 "$FSDP" "$@" > "$tmp/err.txt" 2>&1; then echo "FAIL: $* succeeded"; exit 1; fi
   grep -qF -- "$text" "$tmp/err.txt" || { echo "FAIL: $*: no '$text' in:"; cat "$tmp/err.txt"; exit 1; }
 }
-expect_error "--model gpt2-tiny disagrees with --checkpoint's metadata.json: n_embd 128, not 64" \
+expect_error "--model gpt2-tiny disagrees with --checkpoint's metadata.json: n_embd 128 here, 64 there" \
   eval --checkpoint "$step" --model gpt2-tiny --data "$tmp/shards/fineweb_val_000000.bin" --seq-len 32
-expect_error "--model gpt2-tiny --n-embd 64 --vocab-size 2048 disagrees with --checkpoint's metadata.json: vocab_size 2048, not 320" \
+expect_error "--model gpt2-tiny --n-embd 64 --vocab-size 2048 disagrees with --checkpoint's metadata.json: vocab_size 2048 here, 320 there" \
   export --checkpoint "$step" --model gpt2-tiny --n-embd 64 --vocab-size 2048 -o "$tmp/x"
 
 "$PYTHON" - "$tmp" <<'PY'

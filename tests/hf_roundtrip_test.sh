@@ -153,11 +153,11 @@ expect_error() {
   if grep -qF -- "$want" "$tmp/err"; then ok "$name"; else fail "$name: expected '$want' in: $(head -n 3 "$tmp/err")"; fi
 }
 
-expect_error "a shape flag that disagrees" "--n-layer 3 disagrees with --init-from's $tmp/gpt2.a/config.json: n_layer 3, not 2" \
+expect_error "a shape flag that disagrees" "--n-layer 3 disagrees with --init-from's $tmp/gpt2.a/config.json: n_layer 3 here, 2 there" \
   1 eval --init-from "$tmp/gpt2.a" --n-layer 3 $EVAL
 expect_error "a preset of another family" "--model llama3-debug: a llama3 model, but --init-from $tmp/gpt2.a holds a gpt2 one" \
   1 export --init-from "$tmp/gpt2.a" --model llama3-debug -o "$tmp/x"
-expect_error "a preset of another shape" "--model gpt2-tiny disagrees with --init-from's $tmp/gpt2.a/config.json: n_embd 128, not 64" \
+expect_error "a preset of another shape" "--model gpt2-tiny disagrees with --init-from's $tmp/gpt2.a/config.json: n_embd 128 here, 64 there" \
   1 eval --init-from "$tmp/gpt2.a" --model gpt2-tiny $EVAL
 mkdir "$tmp/more_layers" "$tmp/other_vocab" "$tmp/bert"
 cp "$tmp/gpt2.a/model.safetensors" "$tmp/more_layers/"
@@ -196,26 +196,37 @@ open(sys.argv[2], "wb").write(d.replace(b"transformer.ln_f.bias\"", b"transforme
 ' "$tmp/gpt2.a/model.safetensors" "$tmp/nul/model.safetensors"
 expect_error "a NUL in a tensor name" "model.safetensors: the header escapes a NUL (\\u0000) at byte" \
   1 eval --init-from "$tmp/nul" $EVAL
-# Weights that make the loss NaN: valid JSON (null, as train's --log writes it), said.
-mkdir "$tmp/nan"
-cp "$tmp/gpt2.a/config.json" "$tmp/nan/"
-python3 -c '
+# weights VALUE: gpt2.a's model with every weight VALUE, in $tmp/VALUE.
+weights() {
+  mkdir "$tmp/$1"
+  cp "$tmp/gpt2.a/config.json" "$tmp/$1/"
+  python3 -c '
 import struct, sys
 d = open(sys.argv[1], "rb").read()
 n = struct.unpack("<Q", d[:8])[0]
-open(sys.argv[2], "wb").write(d[:8 + n] + struct.pack("<f", float("nan")) * ((len(d) - 8 - n) // 4))
-' "$tmp/gpt2.a/model.safetensors" "$tmp/nan/model.safetensors"
-if run 1 eval --init-from "$tmp/nan" $EVAL && tail -n 1 "$tmp/out" > "$tmp/json" &&
+open(sys.argv[2], "wb").write(d[:8 + n] + struct.pack("<f", float(sys.argv[3])) * ((len(d) - 8 - n) // 4))
+' "$tmp/gpt2.a/model.safetensors" "$tmp/$1/model.safetensors" "$1"
+}
+# NaN weights are refused where they are read (sample printed token 0 over and over).
+weights nan
+expect_error "NaN weights" "model.safetensors: tensor 'transformer.wte.weight' holds a NaN: weights must be finite" \
+  1 sample --init-from "$tmp/nan" --prompt-tokens 1 --max-new-tokens 2
+# Finite weights that make the loss NaN (their activations overflow): valid JSON (null, as
+# train's --log writes it), said; sample refuses such logits.
+weights 3e38
+if run 1 eval --init-from "$tmp/3e38" $EVAL && tail -n 1 "$tmp/out" > "$tmp/json" &&
    python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["loss"] is None' "$tmp/json" &&
-   grep -q "eval: warning: the loss is nan" "$tmp/err"; then
+   grep -q "eval: warning: the loss is NaN" "$tmp/err"; then
   ok "a NaN loss is null"
 else
   fail "a NaN loss: $(cat "$tmp/out" "$tmp/err")"
 fi
-run 1 train --init-from "$tmp/nan" --data "$tmp/corpus.txt" --seq-len 16 --batch-size 2 --steps 1 --val-every 1 \
+run 1 train --init-from "$tmp/3e38" --data "$tmp/corpus.txt" --seq-len 16 --batch-size 2 --steps 1 --val-every 1 \
   --val-batches 1 --log "$tmp/nan.jsonl"
 grep -q '"val_loss":null' "$tmp/nan.jsonl" && ok "a NaN validation loss is logged as null" ||
   fail "a NaN validation loss: $(cat "$tmp/nan.jsonl" "$tmp/err")"
+expect_error "logits that are not finite" "sample: the logit of token 0 is NaN" \
+  1 sample --init-from "$tmp/3e38" --prompt-tokens 1 --max-new-tokens 2
 expect_error "--trace over --init-from's weights" "--trace: '$tmp/gpt2.a/model.safetensors' is one of --init-from's files" \
   1 train --init-from "$tmp/gpt2.a" --data "$tmp/corpus.txt" --seq-len 16 --batch-size 2 --steps 1 \
   --trace "$tmp/gpt2.a/model.safetensors"

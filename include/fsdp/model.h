@@ -73,7 +73,7 @@ const char *model_preset_names(void);
 const struct model_family *model_family_by_hf_type(const char *model_type);
 /* The family of that name ("gpt2", "llama3"), or NULL. */
 const struct model_family *model_family_by_name(const char *name);
-/* NULL when a and b are equal, else the first field that differs, as "n_layer 4, not 2" (a's, b's). */
+/* NULL when a and b are equal, else the first field that differs, as "n_layer 4 here, 2 there" (a's, b's). */
 const char *model_config_difference(const struct model_config *a, const struct model_config *b);
 
 #endif

@@ -22,7 +22,8 @@ int fsdp_eval_main(int argc, char **argv) {
     if (isfinite(e.loss))
       snprintf(loss, sizeof loss, "%.9g", e.loss);
     else
-      fprintf(stderr, "eval: warning: the loss is %g: the model's weights or its config make no finite loss\n", e.loss);
+      fprintf(stderr, "eval: warning: the loss is %s: the model's weights or its config make no finite loss\n",
+              isnan(e.loss) ? "NaN" : "infinite");
     printf("{\"loss\": %s, \"windows\": %zu, \"tokens\": %zu}\n", loss, e.windows, e.windows * (size_t)o.run.seq_len);
     fflush(stdout);
   }

@@ -7,6 +7,7 @@
 #include <cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,6 +244,10 @@ void hf_load_params(struct fsdp_model *m, const struct model_family *f, const st
       read_transposed(file, st, e, info.begin, count, values);
     else
       safetensors_read_f32(file, st, info.begin, count, values);
+    for (size_t k = 0; k < count; k++)
+      if (!isfinite(values[k]))
+        fsdp_fatal("%s: tensor '%s' holds %s: weights must be finite", file->path, st->name,
+                   isnan(values[k]) ? "a NaN" : "an infinity");
     fsdp_unit_write_param_shard(u, p, values);
     free(values);
   }

@@ -92,13 +92,13 @@ const char *model_config_difference(const struct model_config *a, const struct m
       memcpy(&fx, x, sizeof fx);
       memcpy(&fy, y, sizeof fy);
       if (fx == fy) continue;
-      snprintf(message, sizeof message, "%s %g, not %g", FIELDS[i].name, fx, fy);
+      snprintf(message, sizeof message, "%s %g here, %g there", FIELDS[i].name, fx, fy);
     } else {
       int ix, iy;
       memcpy(&ix, x, sizeof ix);
       memcpy(&iy, y, sizeof iy);
       if (ix == iy) continue;
-      snprintf(message, sizeof message, "%s %d, not %d", FIELDS[i].name, ix, iy);
+      snprintf(message, sizeof message, "%s %d here, %d there", FIELDS[i].name, ix, iy);
     }
     return message;
   }

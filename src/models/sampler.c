@@ -46,6 +46,11 @@ static double uniform(uint64_t seed, uint64_t index) {
  * then the first candidate whose running sum passes u times the total. */
 int sampler_next(struct sampler *s, const float *logits) {
   int V = s->vocab_size;
+  for (int i = 0; i < V; i++)
+    if (!isfinite(logits[i]))
+      fsdp_fatal("sample: the logit of token %d is %s: the model's weights hold a NaN or an infinity, or its "
+                 "activations overflowed",
+                 i, isnan(logits[i]) ? "NaN" : "infinite");
   if (s->temperature == 0.0f) return argmax(logits, V);
   int n = V;
   for (int i = 0; i < V; i++) s->ranked[i] = (struct ranked){logits[i], i};

@@ -281,7 +281,8 @@ static const cJSON *get_object(const char *path, const cJSON *obj, const char *n
 
 static cJSON *parse_file(const char *step_dir, const char *path) {
   struct stat st;
-  if (stat(step_dir, &st) != 0 || !S_ISDIR(st.st_mode)) fsdp_fatal("checkpoint '%s': no such directory", step_dir);
+  if (stat(step_dir, &st) != 0) fsdp_fatal("checkpoint '%s': no such directory", step_dir);
+  if (!S_ISDIR(st.st_mode)) fsdp_fatal("checkpoint '%s' is a file: a checkpoint is a step's folder", step_dir);
   if (stat(path, &st) != 0 && errno == ENOENT) {
     /* --checkpoint-dir's folder rather than one of its steps. */
     int *steps, n = ckpt_dir_steps(step_dir, 1, &steps), newest = n ? steps[n - 1] : -1;
