@@ -4,7 +4,7 @@
 # under --data-io pread and mmap, on 1 and 2 ranks. The run is long; once its log has two
 # steps the shard is truncated to 5000 bytes, and the next window past them must end it
 # (before the fix, mmap's ranks died of SIGBUS, exit 135, naming nothing). And a shard
-# replaced or written over mid-run ends it when it is opened again.
+# replaced or written over mid-run ends it, at the next window read from it.
 # Usage: data_shrinks_test.sh path/to/fsdp PYTHON SOURCE_DIR MPIRUN...
 . "$(dirname "$0")/train_test_setup.sh"
 MPIRUN="$*"
@@ -55,6 +55,19 @@ for io in pread mmap; do
     truncate -s 5000 "$tmp/one.bin"
     ended_naming "$job" "$name" "token file '$tmp/one.bin'" "shrank while it was read|changed while the job ran"
   done
+done
+# A shard written over in place while it is open (one shard: it stays open all the run):
+# before, the job trained on the new bytes, the status change time checked only at an open.
+for io in pread mmap; do
+  cp "$tmp/shard.bin" "$tmp/one.bin"
+  rm -f "$tmp/log.jsonl"
+  timeout 300 "$FSDP" train --model gpt2-tiny --seq-len 32 --batch-size 2 --steps 1000000 --data "$tmp/one.bin" \
+    --val-fraction 0 --data-io "$io" --log "$tmp/log.jsonl" >"$tmp/out" 2>&1 &
+  job=$!
+  two_steps "$job"
+  "$PYTHON" -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(1000); f.write(b"\x41\x00" * 90000)' "$tmp/one.bin"
+  ended_naming "$job" "a shard written over while open, --data-io $io" \
+    "changed while the job ran: it was written to (or its times set) after the start" "."
 done
 # A shard replaced by another file of its size (mv over it), or written over in place,
 # while the job runs: 8 shards, more than a reader keeps open, so each is opened again as

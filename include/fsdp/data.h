@@ -103,8 +103,9 @@ void data_set_open(struct data_set *s, const char *flag, const char *spec, const
 const struct data_shard *data_set_shared(const struct data_set *a, const struct data_set *b,
                                          const struct data_shard **in_b);
 void data_set_free(struct data_set *s);
-/* Ends the job naming the shard when fd, its file opened again, is another file than at
- * the start, or one written to since (the same size: a reader checks sizes itself). */
+/* Ends the job naming the shard when fd, its file as opened, is another file than at the
+ * start, or one written to since (the same size: a reader checks sizes itself); one that
+ * lost its name since it was opened still reads the start's bytes. */
 void data_shard_check_unchanged(const struct data_shard *s, int fd);
 
 /* ---- data_order.c: which window comes when ---- */

@@ -11,7 +11,8 @@
  * the madvise, and was as fast or faster (docs/benchmarks.md). The page cache holds the
  * data either way, shared by the ranks of a machine. A shard that shrinks while it is
  * read ends the job naming it either way: pread comes up short, and a copy from the
- * mapping meets the bus error of a page past the file's end (mapped_copy.h). */
+ * mapping meets the bus error of a page past the file's end (mapped_copy.h); so does one
+ * written to or replaced (its status change time and identity, checked at each window). */
 #define _DEFAULT_SOURCE /* madvise's MADV_RANDOM and MADV_DONTNEED */
 #include <errno.h>
 #include <stdlib.h>
@@ -131,6 +132,9 @@ void data_reader_window(struct data_reader *r, int shard, size_t first, int T, i
   } else {
     input_file_read_at(&slot->file, "token file", r->buffer, bytes, offset);
   }
+  /* After the read: a write before it has moved the status change time by now, so the
+   * window is the start's bytes (a write after it is found at the next window). */
+  data_shard_check_unchanged(s, slot->file.fd);
   take_ids(r, s, r->buffer, offset, T, inputs, targets);
 }
 
