@@ -123,6 +123,21 @@ expect_error "unwritable --trace" "--trace: cannot open '$tmp/no/such/dir/t.json
   --trace "$tmp/no/such/dir/t.json"
 RANKS=2 expect_error "world size does not divide the batch" \
   "--global-batch-size 5 is not divisible by the world size 2" --data "$tmp/small.bin" --global-batch-size 5
+# Ranks started with other flags (mpirun's A : B form): another --n-layer corrupted the
+# heap in the collectives, another --lr trained apart silently.
+for other in "--n-layer 3" "--lr 1e-3"; do
+  set -- train --data "$tmp/small.bin" --model gpt2-tiny --vocab-size 256 --seq-len 4 --val-fraction 0 --steps 2
+  $limit $MPIRUN -np 1 "$FSDP" "$@" : -np 1 "$FSDP" "$@" $other >"$tmp/stdout" 2>"$tmp/stderr"
+  rc=$?
+  want="rank 1: started with another command line than rank 0's: after '--steps 2', '${other%% *}' here, the end there"
+  if [ "$rc" -ne 0 ] && grep -qF -- "$want" "$tmp/stderr" && ! grep -qiE "signal|corrupt" "$tmp/stderr"; then
+    passed=$((passed + 1))
+    echo "ok   a rank started with $other"
+  else
+    failed=$((failed + 1))
+    echo "FAIL a rank started with $other: exit $rc: $(grep -m3 -iE "error|signal" "$tmp/stderr")"
+  fi
+done
 
 expect_error "unknown param dtype" "--param-dtype: unknown dtype 'fp8' (known: fp32, bf16, fp16)" \
   --data "$tmp/small.bin" --param-dtype fp8

@@ -60,6 +60,9 @@ struct command_options {
 int command_options_parse(enum command command, struct command_options *o, int argc, char **argv);
 void command_options_free(struct command_options *o);
 
+/* Starts MPI for a command that runs on many ranks, and ends the job naming the first
+ * argument where a rank's command line is not rank 0's (ranks.c). */
+void cli_start_ranks(int *argc, char ***argv);
 int fsdp_train_main(int argc, char **argv);
 int fsdp_plan_main(int argc, char **argv);
 int fsdp_eval_main(int argc, char **argv);

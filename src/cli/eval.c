@@ -9,7 +9,7 @@
 #include "fsdp/train.h"
 
 int fsdp_eval_main(int argc, char **argv) {
-  comm_init(&argc, &argv);
+  cli_start_ranks(&argc, &argv);
   struct command_options o;
   if (command_options_parse(COMMAND_EVAL, &o, argc, argv)) {
     comm_finalize();

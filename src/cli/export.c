@@ -21,7 +21,7 @@ static void make_output_folder(const char *dir) {
 }
 
 int fsdp_export_main(int argc, char **argv) {
-  comm_init(&argc, &argv);
+  cli_start_ranks(&argc, &argv);
   struct command_options o;
   if (command_options_parse(COMMAND_EXPORT, &o, argc, argv)) {
     comm_finalize();

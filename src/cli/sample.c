@@ -55,7 +55,7 @@ static void print_token(const struct command_options *o, const struct tokenizer_
 }
 
 int fsdp_sample_main(int argc, char **argv) {
-  comm_init(&argc, &argv);
+  cli_start_ranks(&argc, &argv);
   struct command_options o;
   if (command_options_parse(COMMAND_SAMPLE, &o, argc, argv)) {
     comm_finalize();

@@ -7,7 +7,7 @@ int fsdp_train_main(int argc, char **argv) {
   /* Before MPI starts, so that a signal in the setup is not lost: it stops the job after
    * its first step. */
   stop_signal_install();
-  comm_init(&argc, &argv);
+  cli_start_ranks(&argc, &argv);
   struct command_options o;
   int status = command_options_parse(COMMAND_TRAIN, &o, argc, argv) ? 0 : train_run(&o.run);
   /* Its barrier keeps every rank here until rank 0's metadata is durable: mpirun ends the
