@@ -152,6 +152,11 @@ expect_error "unknown --reshard-after-forward" "--reshard-after-forward: unknown
 expect_error "--reshard-after-forward under grad-op" "--reshard-after-forward: only for --sharding full" \
   --data "$tmp/small.bin" --sharding grad-op --reshard-after-forward true
 expect_error "checkpointing every 0 blocks" "--ac: every:K needs K >= 1" --data "$tmp/small.bin" --ac every:0
+expect_error "checkpointing past the last block" "--ac every:3: the model has 2 blocks, so none would be checkpointed" \
+  --data "$tmp/small.bin" --model gpt2-tiny --n-layer 2 --ac every:3
+# libgomp crashed making 100000 threads.
+OMP_NUM_THREADS=100000 expect_error "absurd OMP_NUM_THREADS" "OMP_NUM_THREADS=100000: more than 16 threads for each" \
+  --data "$tmp/small.bin"
 expect_error "unknown checkpointing" "--ac: expected none, full or every:K, got 'some'" --data "$tmp/small.bin" \
   --ac some
 expect_error "checkpointing every K not a number" "--ac: 'every:two' is not every:K with an integer K" --data "$tmp/small.bin" \

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fsdp/cli.h"
 #include "fsdp/cuda_arch.h"
@@ -19,6 +20,7 @@
 #include "fsdp/flags.h"
 #include "fsdp/gpt2.h"
 #include "fsdp/hf.h"
+#include "fsdp/nn.h"
 #include "fsdp/train.h"
 
 /* Defaults resolved after parsing, from other flags; macros so that --help can spell them. */
@@ -533,6 +535,10 @@ static void resolve_and_check(struct command_options *options) {
   if (o->seq_len > m->config.max_seq_len)
     fsdp_fatal("--seq-len: %d exceeds the model's max_seq_len %d (raise it with --block-size)", o->seq_len,
                m->config.max_seq_len);
+  if (o->ac_every > m->config.n_layer)
+    fsdp_fatal("--ac every:%d: the model has %d blocks, so none would be checkpointed (every:%d checkpoints the "
+               "last; none turns it off)",
+               o->ac_every, m->config.n_layer, m->config.n_layer);
   if (o->min_lr < 0.0f) o->min_lr = o->lr / MIN_LR_DIVISOR;
   if (d->val_files && d->val_fraction > 0.0f)
     fsdp_fatal("--val-fraction %g and --val-data: validation comes from one of them", d->val_fraction);
@@ -615,6 +621,17 @@ static void check_given_flags(const struct command_options *o, const struct flag
 
 /* argv[0] is the command name ("train"), as in main's argv, so that the same argv
  * can go through MPI_Init first. */
+/* OpenMP's team is made as asked: 100000 threads crashed libgomp, 20000 took 30 s a step. */
+enum { MAX_THREADS_A_CPU = 16 };
+static void check_threads(void) {
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int threads = nn_num_threads();
+  if (cpus > 0 && threads > MAX_THREADS_A_CPU * cpus)
+    fsdp_fatal("OMP_NUM_THREADS=%d: more than %d threads for each of this machine's %ld CPUs (a rank's threads "
+               "share its cores: give at most the cores it has)",
+               threads, MAX_THREADS_A_CPU, cpus);
+}
+
 int command_options_parse(enum command command, struct command_options *o, int argc, char **argv) {
   memset(o, 0, sizeof *o);
   o->run.min_lr = -1.0f; /* 0 is a valid --min-lr, so "not given" needs a value of its own */
@@ -637,6 +654,7 @@ int command_options_parse(enum command command, struct command_options *o, int a
     fsdp_fatal("%s: not with --sweep, which plans each of its world sizes over the layouts",
                o->world_size ? "--world-size" : "--mesh");
   resolve_and_check(o);
+  check_threads();
   return 0;
 }
 

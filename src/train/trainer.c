@@ -41,9 +41,12 @@ static void log_run(const struct trainer *t) {
   if (t->replicas > 1)
     fsdp_log_info("hsdp: mesh %d x %d: sharded within %d ranks, replicated across %d", t->replicas,
                   t->fsdp.world_size, t->fsdp.world_size, t->replicas);
+  char ac[48] = "off";
+  if (c->ac_every == 1) snprintf(ac, sizeof ac, "of every block");
+  else if (c->ac_every) snprintf(ac, sizeof ac, "of one block in %d", c->ac_every);
   fsdp_log_info("memory: activation checkpointing %s, param dtype %s, reduce dtype %s, accumulation %s, "
                 "sharded state %s",
-                c->ac_every == 0 ? "off" : c->ac_every == 1 ? "of every block" : "of every k-th block",
+                ac,
                 dtype_name(c->mp.param_dtype), dtype_name(c->mp.reduce_dtype),
                 c->accum_mode == ACCUM_NO_SYNC ? "no-sync" : "sharded",
                 c->offload_cpu ? "offloaded to pinned host memory" : "on the device");
