@@ -2,6 +2,7 @@
  * checkpoint resumed, then each step taken, logged, traced and snapshotted where asked,
  * and checkpointed when due; a stop signal ends the run after the same step on every
  * rank, with a checkpoint. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -131,6 +132,12 @@ int train_run(const struct train_config *c) {
     if (c->trace_path && step == c->trace_steps.last) finish_trace(&t);
     if (c->snapshot_path && step == c->snapshot_steps.last) finish_snapshot(&t);
     metrics_report_step(log, c->log_path, &m);
+    /* Without fp16's loss scaling no step skips gradients that are not finite: AdamW has
+     * made the parameters and moments NaN, and every later step would train on nothing. */
+    if (!m.skipped && !isfinite(m.grad_norm))
+      fsdp_fatal("step %d: the gradients' norm is %s: training diverged, and the parameters are no longer finite "
+                 "(lower --lr, raise --warmup or give --grad-clip; a checkpoint before this step holds finite ones)",
+                 step, isnan(m.grad_norm) ? "NaN" : "infinite");
     if (step == done + 1) {
       metrics_print_memory("in the first step", &m.mem, 1);
       if (m.host_mem.total_peak) metrics_print_memory("of the host (pinned) in the first step", &m.host_mem, 1);
