@@ -154,6 +154,9 @@ expect_error "--reshard-after-forward under grad-op" "--reshard-after-forward: o
 expect_error "checkpointing every 0 blocks" "--ac: every:K needs K >= 1" --data "$tmp/small.bin" --ac every:0
 expect_error "checkpointing past the last block" "--ac every:3: the model has 2 blocks, so none would be checkpointed" \
   --data "$tmp/small.bin" --model gpt2-tiny --n-layer 2 --ac every:3
+# 0 was taken as not given: the default batch ran.
+expect_error "--global-batch-size 0" "--global-batch-size: must be a positive integer, got '0'" \
+  --data "$tmp/small.bin" --global-batch-size 0
 # A step whose gradients are not finite ends the run (it went on logging NaN, exit 0).
 expect_error "training diverged" "training diverged, and the parameters are no longer finite" \
   --data "$tmp/small.bin" --model gpt2-tiny --vocab-size 256 --seq-len 4 --val-fraction 0 --lr 1e30 --warmup 0 --steps 4

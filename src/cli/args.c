@@ -287,7 +287,8 @@ static const struct flag FLAGS[] = {
              "gradients are reduce-scattered within a group, then all-reduced across the replicas"},
     {COMM, "--comm-timeout", TRAIN, "SECONDS", FLAG_DEFAULT("600"), FLOAT(run.comm_timeout, FLAG_POSITIVE),
      .help = "a collective not finished after this long ends the job, naming the rank, the unit and the collective "
-             "(a stopped, dead or unreachable rank)"},
+             "(a stopped, dead or unreachable rank); MPI's start-up comes before the flags are read: "
+             "mpirun -x FSDP_COMM_TIMEOUT=SECONDS bounds it too"},
 
     {MEMORY, "--ac", BOTH, "none|full|every:K", FLAG_DEFAULT("none"), CUSTOM(run.ac_every, parse_ac),
      .help = "activation checkpointing of all blocks, or of every K-th one (blocks K-1, 2K-1, ...): a checkpointed "
@@ -315,7 +316,7 @@ static const struct flag FLAGS[] = {
      POSITIVE(run.seq_len), .help = "tokens per sequence"},
     {SCHEDULE, "--batch-size", BOTH | EVAL, "B", FLAG_DEFAULT("8"), POSITIVE(run.batch_size),
      .help = "sequences per rank per micro-batch"},
-    {SCHEDULE, "--global-batch-size", BOTH, "G", FLAG_NOTE("unset"), NONNEGATIVE(run.global_batch_size),
+    {SCHEDULE, "--global-batch-size", BOTH, "G", FLAG_NOTE("unset"), POSITIVE(run.global_batch_size),
      .help = "sequences per step over all ranks and micro-batches: B = G / (W K)"},
     {SCHEDULE, "--steps", BOTH, "N", FLAG_DEFAULT("50"), POSITIVE(run.steps), .help = "optimizer steps"},
     {SCHEDULE, "--seed", MODELS & ~SAMPLE, "N", FLAG_DEFAULT("1337"), FLAG_U64_OF(OPTIONS, run.seed),
