@@ -42,7 +42,8 @@ void cli_start_ranks(int *argc, char ***argv) {
   if (i >= 0) {
     /* Where, as the two arguments before it (a flag and its value, most often). */
     char before[256] = "fsdp", mine[256] = "the end", rank0[256] = "the end";
-    if (i > 0) snprintf(before, sizeof before, "%s%s%s", i > 1 ? (*argv)[i - 2] : "", i > 1 ? " " : "", (*argv)[i - 1]);
+    if (i > 1) snprintf(before, sizeof before, "%s %s", (*argv)[i - 2], (*argv)[i - 1]);
+    if (i == 1) snprintf(before, sizeof before, "%s", (*argv)[0]);
     if (i < *argc) snprintf(mine, sizeof mine, "'%s'", (*argv)[i]);
     if (theirs) snprintf(rank0, sizeof rank0, "'%s'", theirs);
     fsdp_fatal("started with another command line than rank 0's: after '%s', %s here, %s there; every rank must run "
