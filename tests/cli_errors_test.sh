@@ -351,6 +351,7 @@ memory_snapshot "$alloc" "$free" | sed 's/"version": 1/"version": 2/' >"$tmp/ver
 memory_snapshot "$alloc" "$(echo "$free" | sed 's/, "op": "backward"//')" >"$tmp/no_op.json"
 memory_snapshot "$alloc" "$(echo "$free" | sed 's/"bytes": -4096/"bytes": "-4096"/')" >"$tmp/string_bytes.json"
 memory_snapshot "$alloc" "$(echo "$free" | sed 's/activations/kv_cache/')" >"$tmp/category.json"
+memory_snapshot "$alloc" "$(echo "$free" | sed 's/-4096/-1152921504606846976/')" >"$tmp/huge_bytes.json"
 memory_snapshot "$alloc" "$(echo "$free" | sed 's/-4096/-8192/')" >"$tmp/negative.json"
 memory_snapshot "$alloc" "$(echo "$free" | sed 's/12.0/9.5/')" >"$tmp/backwards.json"
 memory_snapshot "$alloc" "$free" | sed 's/"other": 0}/"other": 0, "kv_cache": 0}/' >"$tmp/start_category.json"
@@ -367,6 +368,8 @@ expect_memviz_error "missing field" 1 "$tmp/no_op.json: rank 0: events[1]: missi
   "$tmp/no_op.json" -o "$tmp/out.html"
 expect_memviz_error "mistyped field" 1 "$tmp/string_bytes.json: rank 0: events[1]: \"bytes\" must be an integer" \
   "$tmp/string_bytes.json" -o "$tmp/out.html"
+expect_memviz_error "an integer past 2^53" 1 "$tmp/huge_bytes.json: rank 0: events[1]: \"bytes\" is -1.15292150460685e+18, beyond 2^53" \
+  "$tmp/huge_bytes.json" -o "$tmp/out.html"
 expect_memviz_error "unknown category" 1 "$tmp/category.json: rank 0: events[1]: unknown category \"kv_cache\"" \
   "$tmp/category.json" -o "$tmp/out.html"
 expect_memviz_error "unknown category in start" 1 "rank 0: \"start\": unknown category \"kv_cache\"" \

@@ -168,6 +168,9 @@ cp "$tmp/gpt2.a/model.safetensors" "$tmp/other_vocab/"
 sed 's/"vocab_size":.*256,/"vocab_size": 200,/' "$tmp/gpt2.a/config.json" > "$tmp/other_vocab/config.json"
 expect_error "a tensor of another shape" "model.safetensors: tensor 'transformer.wte.weight': shape [256, 64], but the model's is [200, 64]" \
   1 export --init-from "$tmp/other_vocab" -o "$tmp/x"
+sed 's/"vocab_size":.*256,/"vocab_size": 1099511627776,/' "$tmp/gpt2.a/config.json" > "$tmp/other_vocab/config.json"
+expect_error "an integer past a C int" "config.json: \"vocab_size\" is 1099511627776, beyond a C int's 2147483647" \
+  1 eval --init-from "$tmp/other_vocab" $EVAL
 sed 's/"model_type":.*"gpt2"/"model_type": "bert"/' "$tmp/gpt2.a/config.json" > "$tmp/bert/config.json"
 expect_error "an unknown model_type" "$tmp/bert/config.json: model_type 'bert' is none of the families" \
   1 eval --init-from "$tmp/bert" $EVAL

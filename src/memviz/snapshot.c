@@ -95,9 +95,10 @@ static double number_field(const struct loader *l, const cJSON *object, const ch
 /* `what` names the value in messages: a field's name in quotes, or an array element. */
 static int64_t integer_value(const struct loader *l, const cJSON *item, const char *what) {
   char got[64];
-  if (!cJSON_IsNumber(item) || !(fabs(item->valuedouble) <= MAX_EXACT_INTEGER) ||
-      item->valuedouble != floor(item->valuedouble))
+  if (!cJSON_IsNumber(item) || item->valuedouble != floor(item->valuedouble))
     fail(l, "%s must be an integer, got %s", what, describe(item, got, sizeof got));
+  if (!(fabs(item->valuedouble) <= MAX_EXACT_INTEGER))
+    fail(l, "%s is %s, beyond 2^53 (a double's exact integers)", what, describe(item, got, sizeof got));
   return (int64_t)item->valuedouble;
 }
 

@@ -19,8 +19,9 @@ int hf_config_int(const char *path, const cJSON *root, const char *key, int fall
     return fallback;
   }
   double v = cJSON_IsNumber(item) ? item->valuedouble : 0.0;
-  if (!cJSON_IsNumber(item) || v != floor(v) || v < 1 || v > 2147483647.0)
+  if (!cJSON_IsNumber(item) || v != floor(v) || v < 1)
     fsdp_fatal("%s: \"%s\" is not a positive integer", path, key);
+  if (v > 2147483647.0) fsdp_fatal("%s: \"%s\" is %.17g, beyond a C int's 2147483647", path, key, v);
   return (int)v;
 }
 
