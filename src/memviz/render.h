@@ -25,6 +25,11 @@ void memviz_peak_headline(const struct memory_snapshot *s, const struct rank_vie
 /* What was being allocated when the total reached its peak. */
 void memviz_peak_cause(const struct memory_snapshot *s, const struct rank_view *v, char *buf, size_t size);
 
+struct cJSON;
+/* The text of the JSON file at path, parsed; where it is not JSON, the job ends naming
+ * the line and column (snapshot.c: memviz's snapshots and traceviz's traces alike). */
+struct cJSON *memviz_parse_json(const char *path, const char *text, size_t length);
+
 /* 1, 2 or 5 times a power of ten, giving about `ticks` ticks over `range`. */
 double memviz_nice_step(double range, int ticks);
 

@@ -10,6 +10,7 @@
 
 #include "fsdp/error.h"
 #include "fsdp/input_file.h"
+#include "render.h"
 
 static const char *const FORMAT_NAME = "fsdp-memory-snapshot";
 static const int FORMAT_VERSION = 1;
@@ -132,14 +133,18 @@ static void line_and_column(const char *text, const char *at, int *line, int *co
   }
 }
 
-static cJSON *parse_json(const char *path, const char *text, size_t length) {
+cJSON *memviz_parse_json(const char *path, const char *text, size_t length) {
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithLengthOpts(text, length, &end, 0);
   int line, column;
   if (!root) {
     if (!end || end >= text + length) fsdp_fatal("%s: not valid JSON: the text ends in the middle of a value", path);
     line_and_column(text, end, &line, &column);
-    fsdp_fatal("%s: not valid JSON: syntax error at line %d, column %d (offset %zu)", path, line, column,
+    /* cJSON stops at an array or object CJSON_NESTING_LIMIT deep as at a syntax error. */
+    const char *what = (*end == '[' || *end == '{') && end - text >= CJSON_NESTING_LIMIT
+                           ? "arrays and objects nested deeper than cJSON's limit"
+                           : "syntax error";
+    fsdp_fatal("%s: not valid JSON: %s at line %d, column %d (offset %zu)", path, what, line, column,
                (size_t)(end - text));
   }
   while (end < text + length && strchr(" \t\r\n", *end)) end++;
@@ -313,7 +318,7 @@ void memory_snapshot_load(struct memory_snapshot *s, const char *path) {
   s->path = path;
   size_t length;
   char *text = read_file(path, &length);
-  cJSON *root = parse_json(path, text, length);
+  cJSON *root = memviz_parse_json(path, text, length);
   free(text);
   struct loader l = {.path = path, .rank_index = -1, .rank = -1, .event = -1};
   char got[64];

@@ -145,8 +145,7 @@ void timeline_load(struct timeline *t, const char *path, int rank, int step) {
   t->rank = rank;
   size_t length;
   char *text = input_file_read_all("trace", path, INPUT_JSON_MAX_BYTES, &length);
-  cJSON *doc = cJSON_ParseWithLength(text, length);
-  if (!doc) fail(path, -1, "not valid JSON");
+  cJSON *doc = memviz_parse_json(path, text, length);
   const cJSON *events = cJSON_GetObjectItemCaseSensitive(doc, "traceEvents");
   if (!cJSON_IsArray(events)) fail(path, -1, "missing the \"traceEvents\" array of a Chrome trace");
 
