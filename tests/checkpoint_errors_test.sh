@@ -5,7 +5,8 @@
 # that shapes training changed, another data set (unless --data-changed accept), a
 # checkpoint from before data positions (the same), a data position past the data order's
 # epochs. --resume auto skips and removes incomplete checkpoints,
-# starts fresh (saying so) where there is none, appending to --log, and --keep-last
+# starts fresh (saying so) where there is none, appending to --log (a torn last line cut
+# off), and --keep-last
 # keeps the newest, removing a linked step folder as a link. A checkpoint directory
 # holding later steps than the run starts from is refused, and so are --log and --trace
 # naming the run's data.
@@ -169,6 +170,15 @@ expect_error steps-at-checkpoint "--steps 4: the checkpoint '$tmp/good/step-0000
   --resume "$tmp/good/step-00000004" --steps 4
 expect_error auto-without-dir "--resume auto: needs --checkpoint-dir" --resume auto
 expect_error every-without-dir "--checkpoint-every: needs --checkpoint-dir" --checkpoint-every 2
+# A folder another run holds (its .lock, held here by flock(1)): a second run's start-up
+# removed the first's checkpoint being written as incomplete, and the first then completed
+# it without its file.
+c=$(fresh locked)
+exec 9>>"$tmp/locked/.lock"
+flock -n 9
+expect_error locked "--checkpoint-dir: '$tmp/locked' is another run's (it holds '$tmp/locked/.lock')" \
+  --resume auto --checkpoint-dir "$tmp/locked"
+exec 9>&-
 
 # What a job killed while writing leaves: a step directory with no metadata (here a
 # half-written rank file too). auto resumes from the newest complete one and removes it.
@@ -176,6 +186,8 @@ c=$(fresh auto)
 rm -r "$tmp/auto/step-00000006"
 mkdir "$tmp/auto/step-00000005"
 head -c 100 "$c/rank-00000.bin" > "$tmp/auto/step-00000005/rank-00000.bin.tmp"
+# Its log's last line cut short too (a full disk): the resumed lines were glued to it.
+printf '{"step": 4}\n{"step": 5, "lo' > "$tmp/auto.jsonl"
 run --checkpoint-dir "$tmp/auto" --resume auto --keep-last 2 --log "$tmp/auto.jsonl"
 if [ "$rc" -ne 0 ] || ! grep -q "resume: from '$tmp/auto/step-00000004' at step 4" "$tmp/out.txt"; then
   fail "auto: exit $rc, expected a resume from step 4"
@@ -183,8 +195,9 @@ elif [ -e "$tmp/auto/step-00000005" ]; then
   fail "auto: the incomplete step-00000005 was not removed"
 elif [ "$(ls "$tmp/auto" | tr '\n' ' ')" != "step-00000004 step-00000006 " ]; then
   fail "auto --keep-last 2: left $(ls "$tmp/auto" | tr '\n' ' ')"
-elif [ "$(wc -l < "$tmp/auto.jsonl")" -ne 2 ]; then
-  fail "auto: expected steps 5 and 6 logged"
+elif [ "$(wc -l < "$tmp/auto.jsonl")" -ne 3 ] || ! grep -q "log: the last line of '$tmp/auto.jsonl' had no end" "$tmp/out.txt" ||
+  ! "$PYTHON" -c 'import json, sys; [json.loads(l) for l in open(sys.argv[1])]' "$tmp/auto.jsonl"; then
+  fail "auto: expected the torn line cut off, steps 5 and 6 logged after step 4's: $(cat "$tmp/auto.jsonl")"
 else
   echo "ok   auto-skips-incomplete, keep-last"
 fi

@@ -2,9 +2,11 @@
  * are all durable, metadata.json. Only rank 0 creates and removes directories. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include "fsdp/log.h"
 
 const char CKPT_METADATA[] = "metadata.json";
+const char CKPT_LOCK[] = ".lock";
 static const char STEP_PREFIX[] = "step-";
 enum { STEP_DIGITS = 8 };
 
@@ -42,7 +45,7 @@ int ckpt_is_complete(const char *step_dir) {
 }
 
 /* mkdir -p */
-void ckpt_dir_create(const char *dir) {
+int ckpt_dir_claim(const char *dir) {
   struct ckpt_path p = ckpt_path_join(dir, "");
   for (char *slash = strchr(p.s + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
     *slash = '\0';
@@ -52,6 +55,16 @@ void ckpt_dir_create(const char *dir) {
   }
   struct stat st;
   if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) fsdp_fatal("--checkpoint-dir: '%s' is not a directory", dir);
+  /* Opening it for writing finds a folder that cannot take a checkpoint now, not at the
+   * first checkpoint, steps later. */
+  struct ckpt_path lock = ckpt_path_join(dir, CKPT_LOCK);
+  int fd = open(lock.s, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) fsdp_fatal("--checkpoint-dir: cannot write in '%s' (its '%s'): %s", dir, CKPT_LOCK, strerror(errno));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0)
+    fsdp_fatal("--checkpoint-dir: '%s' is another run's (it holds '%s'): two runs in one folder remove each other's "
+               "checkpoints; wait for it to end, or give another --checkpoint-dir",
+               dir, lock.s);
+  return fd;
 }
 
 /* The step of a name "step-NNNNNNNN", or -1 for any other name. */

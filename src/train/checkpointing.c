@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "checkpointing.h"
 #include "fsdp/background_write.h"
@@ -161,7 +162,7 @@ int checkpointing_begin(struct checkpointing *c, const struct ckpt_parts *parts,
   c->dir = config->checkpoint_dir;
   c->every = config->checkpoint_every;
   c->keep = config->keep_last;
-  if (c->dir && c->rank == 0) ckpt_dir_create(c->dir);
+  c->lock = c->dir && c->rank == 0 ? ckpt_dir_claim(c->dir) : -1;
   if (c->dir) fsdp_checkpoint_snapshot_init(parts->model, &c->snapshot);
   int done = config->resume ? resume(c) : 0;
   if (c->dir && c->rank == 0) {
@@ -279,4 +280,5 @@ int checkpointing_stop(struct checkpointing *c, int step) {
 void checkpointing_end(struct checkpointing *c) {
   if (c->writer) complete(c);
   ckpt_snapshot_free(&c->snapshot);
+  if (c->lock >= 0) close(c->lock);
 }

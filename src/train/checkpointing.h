@@ -32,6 +32,7 @@ struct ckpt_path {
 };
 
 extern const char CKPT_METADATA[]; /* "metadata.json" */
+extern const char CKPT_LOCK[];     /* ".lock": the claim of the run that writes in the folder */
 
 /* dir/name; a path too long ends the job naming --checkpoint-dir. */
 struct ckpt_path ckpt_path_join(const char *dir, const char *name);
@@ -41,8 +42,10 @@ struct ckpt_path ckpt_rank_file(int rank);
 /* A checkpoint is complete once its metadata is there: it is written last, after every
  * rank's file is durable. */
 int ckpt_is_complete(const char *step_dir);
-/* Creates dir if it is not there (one rank, before training). */
-void ckpt_dir_create(const char *dir);
+/* Creates dir if it is not there and claims it for this run (one rank, before training):
+ * an exclusive lock (flock) on its CKPT_LOCK file, held while the returned descriptor is
+ * open; a folder another run holds, or one that cannot be written in, ends the job. */
+int ckpt_dir_claim(const char *dir);
 /* The steps of dir's checkpoints, ascending (complete ones only, or all); *steps is malloc'd. */
 int ckpt_dir_steps(const char *dir, int complete_only, int **steps);
 /* The step a checkpoint folder's name says (".../step-00000042": 42), or -1 for another name. */
@@ -119,6 +122,7 @@ struct checkpointing {
   struct background_write *writer; /* writing it, or NULL */
   struct train_state pending;      /* of the checkpoint being written */
   double write_began_ms;
+  int lock;                        /* rank 0's claim on dir (ckpt_dir_claim), or -1 */
 };
 
 /* Before the first step: creates --checkpoint-dir, and loads the checkpoint --resume

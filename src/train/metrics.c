@@ -3,6 +3,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "run_outputs.h"
 #include "fsdp/error.h"
@@ -10,10 +12,32 @@
 
 static double mib(size_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
 
+/* A last line without its newline (a run that ended writing it: a full disk, a kill) is
+ * cut off, so that the lines appended after it are each one JSON object. */
+static void drop_torn_line(FILE *f, const char *path) {
+  int fd = fileno(f);
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) return;
+  off_t end = st.st_size, keep = 0;
+  char chunk[4096];
+  for (off_t at = end; at > 0 && !keep;) {
+    size_t n = at < (off_t)sizeof chunk ? (size_t)at : sizeof chunk;
+    at -= (off_t)n;
+    if (pread(fd, chunk, n, at) != (ssize_t)n) fsdp_fatal("--log: cannot read '%s': %s", path, strerror(errno));
+    for (size_t i = n; i > 0 && !keep; i--)
+      if (chunk[i - 1] == '\n') keep = at + (off_t)i;
+    if (keep == end) return;
+  }
+  if (ftruncate(fd, keep) != 0) fsdp_fatal("--log: cannot cut '%s': %s", path, strerror(errno));
+  fsdp_log_info("log: the last line of '%s' had no end (%lld bytes, of a run that ended writing it): cut off", path,
+                (long long)(end - keep));
+}
+
 FILE *metrics_open_log(const char *path, int append) {
   if (!path) return NULL;
-  FILE *f = fopen(path, append ? "a" : "w");
+  FILE *f = fopen(path, append ? "a+" : "w"); /* a+: the torn line is read */
   if (!f) fsdp_fatal("--log: cannot open '%s' for writing: %s", path, strerror(errno));
+  if (append) drop_torn_line(f, path);
   return f;
 }
 
