@@ -60,10 +60,14 @@ int ckpt_dir_claim(const char *dir) {
   struct ckpt_path lock = ckpt_path_join(dir, CKPT_LOCK);
   int fd = open(lock.s, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) fsdp_fatal("--checkpoint-dir: cannot write in '%s' (its '%s'): %s", dir, CKPT_LOCK, strerror(errno));
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0)
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+  if (errno == EWOULDBLOCK)
     fsdp_fatal("--checkpoint-dir: '%s' is another run's (it holds '%s'): two runs in one folder remove each other's "
                "checkpoints; wait for it to end, or give another --checkpoint-dir",
                dir, lock.s);
+  /* A file system without locks (Lustre mounted without flock): the folder is unguarded. */
+  fsdp_log_info("checkpoint: warning: cannot lock '%s' (%s): nothing keeps a second run out of '%s'", lock.s,
+                strerror(errno), dir);
   return fd;
 }
 
