@@ -48,8 +48,8 @@ static int shaping_flags(const struct ckpt_parts *p, struct shaping_flag *f) {
   const struct model_config *c = &o->model.config;
   int n = 0;
 #define FLAG(name, model, ...)                                                                                   \
-  (f[n] = (struct shaping_flag){.flag = name, .of_model = model}, snprintf(f[n].value, sizeof f[n].value, __VA_ARGS__), \
-   n++)
+  (f[n] = (struct shaping_flag){.flag = name, .of_model = model},                                                 \
+   snprintf(f[n].value, sizeof f[n].value, __VA_ARGS__), n++)
 #define FLOAT_FLAG(name, v) (FLAG(name, 0, "%s", float_text(number, v)), f[n - 1].is_float = 1)
   char number[32];
   FLAG("--model", 1, "%s", o->model.name);

@@ -136,7 +136,7 @@ int train_run(const struct train_config *c) {
      * made the parameters and moments NaN, and every later step would train on nothing. */
     if (!m.skipped && !isfinite(m.grad_norm))
       fsdp_fatal("step %d: the gradients' norm is %s: training diverged, and the parameters are no longer finite "
-                 "(lower --lr, raise --warmup or give --grad-clip; a checkpoint before this step holds finite ones)",
+                 "(lower --lr or raise --warmup; a checkpoint before this step holds finite ones)",
                  step, isnan(m.grad_norm) ? "NaN" : "infinite");
     if (step == done + 1) {
       metrics_print_memory("in the first step", &m.mem, 1);
