@@ -12,8 +12,8 @@
 #include "fsdp/cli.h"
 #include "fsdp/data.h"
 #include "fsdp/error.h"
-#include "fsdp/input_file.h"
 #include "fsdp/flags.h"
+#include "fsdp/input_file.h"
 #include "fsdp/text.h"
 
 /* \n, \r, \t and \\ decoded; anything else after a backslash is refused. */

@@ -97,7 +97,7 @@ static void check_outputs(const struct trainer *t) {
     const char *init = c->model.init_from, *slash = strrchr(p, '/'), *name = slash ? slash + 1 : p;
     if (init && (input_file_same(init, p) || (input_file_same(init, folder) && weights_file_name(name))))
       fsdp_fatal("%s: '%s' is one of --init-from's files ('%s'), which the run reads", flags[i], p, init);
-    snprintf(metadata, sizeof metadata, "%s/metadata.json", folder);
+    snprintf(metadata, sizeof metadata, "%s/%s", folder, CKPT_METADATA);
     if (access(metadata, F_OK) == 0)
       fsdp_fatal("%s: '%s' is in the checkpoint folder '%s', whose files a checkpoint is made of", flags[i], p,
                  folder);
