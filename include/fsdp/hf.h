@@ -60,6 +60,10 @@ struct hf_tensor *hf_tensor_list(const struct model_family *f, const struct mode
  * config's path (malloc'd) or NULL. */
 const struct model_family *hf_config_load(const char *path, struct model_config *c, char **config_path);
 
+/* Whether a file of this name in a folder may be one that loading the folder reads:
+ * config.json, the index, or any .safetensors (an index may name files as it likes). */
+int hf_folder_reads(const char *name);
+
 /* Fills this rank's shard of every parameter of m, a model of family f and shape c,
  * from the safetensors at path (a file, an index, or a folder with either). Each rank
  * reads only its own elements; a transposed tensor is read whole, one at a time. */

@@ -90,6 +90,16 @@ static void check_covered(const struct fsdp_model *m, int n_tensors) {
 
 /* ---- config.json ---- */
 
+int hf_folder_reads(const char *name) {
+  static const char *const ENDINGS[] = {".safetensors", ".safetensors.index.json"};
+  size_t n = strlen(name);
+  for (int i = 0; i < 2; i++) {
+    size_t k = strlen(ENDINGS[i]);
+    if (n >= k && strcmp(name + n - k, ENDINGS[i]) == 0) return 1;
+  }
+  return strcmp(name, CONFIG_NAME) == 0;
+}
+
 static int is_folder(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);

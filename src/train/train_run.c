@@ -12,6 +12,7 @@
 #include "fsdp/data.h"
 #include "fsdp/device.h"
 #include "fsdp/error.h"
+#include "fsdp/hf.h"
 #include "fsdp/input_file.h"
 #include "fsdp/log.h"
 #include "fsdp/memory.h"
@@ -62,17 +63,6 @@ static int stop(struct checkpointing *c, struct trainer *t, int step, int sig) {
   return 128 + sig;
 }
 
-/* The names --init-from reads in a folder (src/models/hf.c). */
-static int weights_file_name(const char *name) {
-  size_t n = strlen(name);
-  static const char *const ENDINGS[] = {".safetensors", ".safetensors.index.json"};
-  for (int i = 0; i < 2; i++) {
-    size_t k = strlen(ENDINGS[i]);
-    if (n >= k && strcmp(name + n - k, ENDINGS[i]) == 0) return 1;
-  }
-  return strcmp(name, "config.json") == 0;
-}
-
 /* What the run writes must not be a file it reads: --log opened over a token file
  * truncated it, --trace replaced the weights of --init-from, a log appended to a
  * checkpoint's rank file ruined it; nor one another output writes too. */
@@ -95,7 +85,7 @@ static void check_outputs(const struct trainer *t) {
     char folder[4096], metadata[4200];
     input_file_folder(p, folder, sizeof folder);
     const char *init = c->model.init_from, *slash = strrchr(p, '/'), *name = slash ? slash + 1 : p;
-    if (init && (input_file_same(init, p) || (input_file_same(init, folder) && weights_file_name(name))))
+    if (init && (input_file_same(init, p) || (input_file_same(init, folder) && hf_folder_reads(name))))
       fsdp_fatal("%s: '%s' is one of --init-from's files ('%s'), which the run reads", flags[i], p, init);
     snprintf(metadata, sizeof metadata, "%s/%s", folder, CKPT_METADATA);
     if (access(metadata, F_OK) == 0)
