@@ -266,7 +266,7 @@ COMMAND=plan expect_error "llama batch too large" "at --ffn-hidden 14336 makes a
   --model llama3-8b --batch-size 100 --seq-len 8192
 expect_error "unknown --device" "--device: unknown device 'tpu' (known: cpu, cuda)" --data "$tmp/small.bin" \
   --device tpu
-expect_error "empty --device" "--device: missing value" --data "$tmp/small.bin" --device=
+expect_error "empty --device" "--device: the value is empty" --data "$tmp/small.bin" --device=
 # Where there is no GPU (or no CUDA in the build), the cuda device says so before anything runs.
 if ! nvidia-smi -L >/dev/null 2>&1; then
   expect_error "--device cuda without a GPU" "fsdp: error: --device cuda: " --data "$tmp/small.bin" --device cuda

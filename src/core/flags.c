@@ -223,7 +223,7 @@ static int collect(const struct flag_parser *p, int argc, char **argv, struct fl
       if (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0) usage_error(p, "%s: missing value", flag->name);
       value = argv[++i];
     }
-    if (value[0] == '\0') usage_error(p, "%s: missing value", flag->name);
+    if (value[0] == '\0') usage_error(p, "%s: the value is empty", flag->name);
     out->given[out->n_given++] = (struct flag_arg){flag, value};
   }
   return 0;
