@@ -55,7 +55,7 @@ void device_model(const struct device *d, char *out, size_t size);
 
 /* A stream of this device; name labels its track in profile traces. The host stream is
  * the calling thread's own: work launched on it runs before the launch returns (on cpu
- * and meta), or is queued on the device's default stream (cuda). */
+ * and meta), or is queued on a GPU stream that the calling thread launches on (cuda). */
 struct stream *device_stream_create(struct device *d, const char *name);
 struct stream *device_host_stream_create(struct device *d, const char *name);
 

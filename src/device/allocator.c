@@ -137,6 +137,13 @@ void *device_alloc(struct device *d, size_t bytes, enum mem_category category, s
   void *ptr = NULL;
   struct cached_block *b = take_cached(d, size, s);
   if (b) {
+    /* A block freed on a host stream carries no event (device_free). Where that stream's
+     * work may still be queued (cuda), another stream takes the block behind everything
+     * launched on it so far, its last use among them. Few blocks change streams. */
+    if (!b->freed && b->stream && b->stream != s && d->backend->host_stream_queues) {
+      b->freed = event_create(d);
+      event_record(b->freed, b->stream);
+    }
     if (b->freed && b->stream != s) {
       /* The host stream of cpu and meta blocks the caller here; a device stream waits in order. */
       if (s) stream_wait_event(s, b->freed);

@@ -18,6 +18,9 @@ struct device_backend {
   const char *name;
   enum device_kind kind;
   int computes; /* 0: launches are dropped (meta) */
+  /* 1: work launched on a host stream may still be queued when its launch returns (cuda:
+   * a GPU stream of its own); 0: it is done by then (cpu, meta). */
+  int host_stream_queues;
   /* Where the device is (device_location); NULL: "". */
   void (*location)(struct device *d, char *out, size_t size);
   /* What the device is (device_model); NULL: "". */

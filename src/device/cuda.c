@@ -44,11 +44,13 @@ int cuda_device_available(char *why, size_t why_size) {
   return 0;
 }
 
-/* One GPU per rank: the local rank that mpirun gives each process picks it. */
+/* One GPU per rank: the local rank its launcher gives each process picks it (mpirun's,
+ * or srun's where srun starts the ranks itself; an mpirun inside a Slurm job sets both). */
 static void select_device(void) {
   int count = 0;
   CUDA_CALL(cudaGetDeviceCount(&count));
   const char *local_rank = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  if (!local_rank) local_rank = getenv("SLURM_LOCALID");
   int ordinal = local_rank ? atoi(local_rank) % count : 0;
   CUDA_CALL(cudaSetDevice(ordinal));
 }
@@ -243,6 +245,7 @@ static const struct device_backend CUDA_BACKEND = {
     .name = "cuda",
     .kind = DEVICE_CUDA,
     .computes = 1,
+    .host_stream_queues = 1,
     .location = gpu_location,
     .model = gpu_model,
     .raw_alloc = gpu_alloc,
