@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Attention, forward and backward, fsdp.c's tiled kernel (bench/attention.c) beside
 # PyTorch's scaled_dot_product_attention (bench/attention_torch.py, in the venv of
-# bench/torch_venv.sh), at GPT-2's heads (12 heads of 64) and Llama 3 1B's (32 query heads
+# scripts/torch-venv.sh), at GPT-2's heads (12 heads of 64) and Llama 3 1B's (32 query heads
 # sharing 8 kv heads of 64), T from 1024 to 8192, batch 1; on cuda where a GPU is, else on
 # the CPU, both with OMP_NUM_THREADS threads (default: the cores). Prints one row per
 # shape: the milliseconds of each and the ratio of fsdp.c's forward + backward to PyTorch's.
@@ -21,7 +21,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 here=$(cd "$(dirname "$0")" && pwd)
-[ -n "$python" ] || python=$("$here/torch_venv.sh")
+[ -n "$python" ] || python=$("$here/../scripts/torch-venv.sh")
 device=cpu
 nvidia-smi -L > /dev/null 2>&1 && device=cuda
 threads=${OMP_NUM_THREADS:-$(nproc)}

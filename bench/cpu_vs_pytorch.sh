@@ -30,7 +30,7 @@
 # Defaults: shakespeare-char, T = 256, N = nproc, R = 3, S = 12, K = 4 (torch.compile
 # compiles in its first steps), S2 = S (PyTorch's bf16 has no fast path without AVX-512
 # BF16 and AMX, tens of seconds a step: give it fewer steps there, timed after the first),
-# build/ for fsdp and bench/cpu_matmul. PyTorch is PyPI's, from bench/torch_venv.sh. A
+# build/ for fsdp and bench/cpu_matmul. PyTorch is PyPI's, from scripts/torch-venv.sh. A
 # benchmark, not a test: it checks nothing.
 set -euo pipefail
 
@@ -84,7 +84,7 @@ case "$CAP" in
   avx2) OURS_ENV=(FSDP_SIMD=avx2 DNNL_MAX_CPU_ISA=AVX2) TORCH_ENV=(ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2) ;;
   *) echo "--cap: '$CAP' is not avx2" >&2; exit 2 ;;
 esac
-TORCH_PY="$("$ROOT/bench/torch_venv.sh")"
+TORCH_PY="$("$ROOT/scripts/torch-venv.sh")"
 
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/fsdp-cpu-bench.XXXXXX")"
 if [ "$KEEP" = 1 ]; then echo "logs kept in $TMP"; else trap 'rm -rf "$TMP"' EXIT; fi

@@ -39,7 +39,7 @@ from parity import Parity  # noqa: E402
 
 class SdpaAttention(Attention):
     """llama_torch's attention through F.scaled_dot_product_attention, the fused kernel
-    torchtitan's Llama uses (llama_torch.py keeps torch 1.13's explicit softmax, which
+    torchtitan's Llama uses (llama_torch.py keeps an explicit softmax, which
     holds several (B, heads, T, T) tensors a block for the backward): the same parameters
     and math, PyTorch at its best."""
 

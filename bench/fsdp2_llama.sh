@@ -14,8 +14,8 @@
 # rank 0's steps after the first K (default 5); ours and PyTorch run in turn, R rounds
 # (default 3), and the table shows the median over the rounds. PyTorch's attention is
 # F.scaled_dot_product_attention by default, llama_torch.py's explicit softmax with eager.
-# PyTorch FSDP2 needs a newer torch than Debian's 1.13: a virtual environment with torch
-# from PyPI is made once by bench/torch_venv.sh, outside the clone.
+# PyTorch (FSDP2's fully_shard) is PyPI's, in the virtual environment scripts/torch-venv.sh
+# makes once, outside the clone.
 # A benchmark, not a test: it checks only what the comparison relies on.
 set -euo pipefail
 
@@ -55,7 +55,7 @@ for w in $WORLDS; do
   [ $((G % w)) -eq 0 ] || { echo "--global-batch-size $G does not divide by W=$w" >&2; exit 2; }
 done
 
-TORCH_PY="$("$ROOT/bench/torch_venv.sh")"
+TORCH_PY="$("$ROOT/scripts/torch-venv.sh")"
 TORCH_VERSION="$("$TORCH_PY" -c 'import torch; print(torch.__version__)')"
 
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/fsdp2-bench.XXXXXX")"

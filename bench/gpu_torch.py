@@ -28,8 +28,8 @@ term counts the whole T×T score matrix (llm.c counts half, for the causal mask)
 MFU = FLOPs per token × tokens/s ÷ peak; the peak is bf16 dense: 989 TFLOP/s for an H100
 SXM (and an H200), 756 for an H100 PCIe.
 
-Runs on the CPU in a tiny configuration (`--device cpu`; fsdp2 then over gloo): with
-Debian's torch 1.13, sdpa, compile and fsdp2 report "skipped".
+Runs on the CPU in a tiny configuration (`--device cpu`; fsdp2 then over gloo): with a
+torch older than 2.x (Debian's 1.13), sdpa, compile and fsdp2 report "skipped".
 """
 import argparse
 import contextlib

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Throughput of `fsdp train` against PyTorch eager fp32 (bench/torch_train.py, the same
-# GPT-2 as tools/gpt2_torch.py, PyPI's torch from bench/torch_venv.sh) on the
+# GPT-2 as tools/gpt2_torch.py, PyPI's torch from scripts/torch-venv.sh) on the
 # shakespeare-char shape at W=1, each program with the same number of threads in one
 # pool, then tokens/s and peak tracked bytes per rank of `fsdp train --sharding full` at
 # W = 1, 2, 4. (16-bit and the GEMMs alone: bench/cpu_vs_pytorch.sh.)
@@ -81,7 +81,7 @@ measured() {
 # The one thing that must hold for a fair comparison: each program runs ONE thread
 # pool. fsdp's kernels and oneDNN's products share libgomp's; PyPI's PyTorch runs ATen,
 # MKL and oneDNN on its own bundled OpenMP runtime. Both get N threads.
-TORCH_PY="$("$ROOT/bench/torch_venv.sh")"
+TORCH_PY="$("$ROOT/scripts/torch-venv.sh")"
 
 # run_ours W THREADS_PER_RANK LOG [fsdp train flags...]
 run_ours() {

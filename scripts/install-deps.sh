@@ -5,8 +5,7 @@ packages=(build-essential cmake openmpi-bin libopenmpi-dev libdnnl-dev libcjson-
           libpcre2-dev # the tokenizer's pre-tokenizer patterns (Unicode classes, JIT)
           zlib1g-dev # fsdp tokenize's gzip inputs (.jsonl.gz)
           clang libclang-rt-14-dev libomp-dev # scripts/fuzz.sh: clang, libFuzzer and clang's OpenMP
-          python3 python3-torch python3-numpy python3-venv fortunes chromium
-          libopenblas0-openmp # the tests' PyTorch (Debian's) multiplies on libblas.so.3: netlib's takes 3 s a step of llama_learning's
+          python3 python3-numpy python3-venv fortunes chromium # PyTorch: PyPI's (scripts/torch-venv.sh)
           iproute2 # ip and tc: the multi-node testbed (tests/testbed)
           slurmctld slurmd slurm-client munge # a Slurm that tests/slurm_test.sh starts on the machine
           qemu-user-static) # other CPUs emulated: tests/portable_binary_test.sh

@@ -9,7 +9,7 @@
 #
 # Usage: scripts/pictures.sh [--short] [--build DIR] [--out DIR] [--data FILE] [--keep DIR]
 #   --short   small models and few steps (the ctest test, ~1-2 min on 2 cores); the
-#             FSDP2 runs only where bench/torch_venv.sh's environment is already made,
+#             FSDP2 runs only where scripts/torch-venv.sh's environment is already made,
 #             the testbed only as root with network namespaces
 #   default   the committed pictures: OUT = docs/pictures (makes the torch environment)
 #   --keep    the runs' logs, traces, snapshots and plans go to DIR (default: a temporary
@@ -72,10 +72,10 @@ if [ "$SHORT" = 1 ]; then
   if "$venv/bin/python" -c 'from torch.distributed.fsdp import fully_shard' 2>/dev/null; then
     TORCH_PY="$venv/bin/python"
   else
-    log "1: skipped, no PyTorch with fully_shard in $venv (bench/torch_venv.sh makes it)"
+    log "1: skipped, no PyTorch with fully_shard in $venv (scripts/torch-venv.sh makes it)"
   fi
 else
-  TORCH_PY="$("$ROOT/bench/torch_venv.sh")"
+  TORCH_PY="$("$ROOT/scripts/torch-venv.sh")"
 fi
 rm -f "$D"/parity_*
 if [ -n "$TORCH_PY" ]; then

@@ -18,7 +18,7 @@ usable() { "$python" -c "import $imports" >/dev/null 2>&1; }
 if usable; then echo "$python"; exit 0; fi
 [ -x /usr/bin/python3 ] || skip "no /usr/bin/python3"
 if [ -n "$base" ]; then
-  /usr/bin/python3 -c "import $base" 2>/dev/null || skip "Debian's python3 cannot import $base (install python3-torch python3-numpy)"
+  /usr/bin/python3 -c "import $base" 2>/dev/null || skip "Debian's python3 cannot import $base (install python3-numpy)"
 fi
 mkdir -p "$(dirname "$venv")" 2>/dev/null || skip "cannot make $(dirname "$venv") (set $variable to a writable folder)"
 # One maker at a time: a second test run waits for the first instead of racing it.

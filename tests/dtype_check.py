@@ -6,7 +6,7 @@ to fp32. Each must equal torch's .to(torch.bfloat16 / torch.float16) (and .float
 bit for bit, except that a NaN need only be a NaN (quiet, where 16-bit): torch writes
 one canonical NaN, the C code keeps the payload's leading bits.
 
-usage: /usr/bin/python3 dtype_check.py dtype.bin
+usage: scripts/torch-python tests/dtype_check.py dtype.bin
 """
 import os
 import sys

@@ -3,13 +3,13 @@
 # grouped-query attention, tied and untied) load with from_pretrained and give the loss
 # `fsdp eval` gives on the same windows, within 1e-5 in fp32; models transformers makes
 # and saves (save_pretrained) give the same loss through `fsdp eval --init-from`.
-# Needs the environment scripts/hf-venv.sh makes (once, from PyPI); without it, skipped (77).
+# Needs the environment scripts/torch-venv.sh makes (once, from PyPI); without it, skipped (77).
 # Usage: hf_transformers_test.sh path/to/fsdp SOURCE_DIR MPIRUN...
 FSDP=${1:?usage: hf_transformers_test.sh path/to/fsdp SOURCE_DIR MPIRUN...}
 SRC=$2
 shift 2
 MPIRUN="$*"
-PYTHON=$(sh "$SRC/scripts/hf-venv.sh") || { echo "SKIPPED: no transformers environment (see above)"; exit 77; }
+PYTHON=$(sh "$SRC/scripts/torch-venv.sh") || { echo "SKIPPED: no transformers environment (see above)"; exit 77; }
 CHECK="$PYTHON $SRC/tools/hf_check.py"
 tmp=$(mktemp -d) || exit 2
 trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT

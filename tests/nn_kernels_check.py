@@ -4,7 +4,7 @@ Reads the named tensors written by nn_kernels_test, recomputes every forward out
 on any mismatch. Gradients are compared with their initial value plus the true
 gradient, since every backward must accumulate.
 
-usage: /usr/bin/python3 nn_kernels_check.py nn_kernels.bin
+usage: scripts/torch-python tests/nn_kernels_check.py nn_kernels.bin
 """
 import math
 import os

@@ -3,11 +3,11 @@
 # exports (GPT-2; Llama 3 with grouped-query attention, and tied) and on models
 # transformers makes (a GPT-2; a Llama with Llama 3.1's RoPE scaling reached), one
 # generation stopping short of max_seq_len and one reaching it.
-# Needs the environment scripts/hf-venv.sh makes (once, from PyPI); without it, skipped (77).
+# Needs the environment scripts/torch-venv.sh makes (once, from PyPI); without it, skipped (77).
 # Usage: sample_transformers_test.sh path/to/fsdp SOURCE_DIR
 FSDP=${1:?usage: sample_transformers_test.sh path/to/fsdp SOURCE_DIR}
 SRC=$2
-PYTHON=$(sh "$SRC/scripts/hf-venv.sh") || { echo "SKIPPED: no transformers environment (see above)"; exit 77; }
+PYTHON=$(sh "$SRC/scripts/torch-venv.sh") || { echo "SKIPPED: no transformers environment (see above)"; exit 77; }
 CHECK="$PYTHON $SRC/tools/hf_check.py"
 tmp=$(mktemp -d) || exit 2
 trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT

@@ -9,7 +9,7 @@ gradient of each stored tensor once all its uses have added into it (autograd su
 tensor's gradients in fp32; `store` rounds the sum once). Between those points the math
 is fp32 on the rounded values, as in fsdp.c's kernels (fp32 registers, fp32 accumulation
 in the products). The tensors keep their float dtype (float32) holding 16-bit values:
-widening is exact, and PyTorch 1.13's CPU kernels take no fp16 at all.
+widening is exact, and PyTorch's CPU kernels take fp16 in few places.
 
 Two ops are fused in fsdp.c, so their insides are rounded only where fsdp.c rounds them,
 and are written out here: attention, tiled as FlashAttention-2 computes it in 16 bits

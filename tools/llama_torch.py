@@ -1,4 +1,4 @@
-"""Llama 3 in PyTorch (1.13, no transformers): Hugging Face's LlamaForCausalLM's math
+"""Llama 3 in PyTorch (no transformers): Hugging Face's LlamaForCausalLM's math
 (RMSNorm in float32, rotate-half RoPE with Llama 3.1's frequency scaling, grouped-query
 attention through repeat_kv, a SwiGLU MLP, no biases, the head tied or not) under
 torchtitan's module names, which fsdp.c's src/models/llama.c dumps its parameters with;
