@@ -318,6 +318,21 @@ static void test_elementwise(const struct shape *s, enum dtype d) {
   nn_gelu_backward(&cpu_ctx, cpu1(&out), NN_GRAD_SET, cpu1(&x), cpu1(&y));
   nn_gelu_backward(&gpu_ctx, gpu1(&out), NN_GRAD_SET, gpu1(&x), gpu1(&y));
   expect(s->name, "gelu_backward (set)", &out, CLOSE);
+  /* Its negative tail, where 1 + tanh u cancels: the GPU must compute the CPU's form too
+   * (its tanhf form was 0.3 off relative at x = -5, 1 from -6 on). */
+  if (d == DTYPE_F32) {
+    float *tail = fsdp_xmalloc(n * sizeof *tail);
+    for (size_t i = 0; i < n; i++) tail[i] = -3.0f - 6.0f * (float)i / (float)n;
+    struct pair t = pair_of(d, tail, n);
+    free(tail);
+    nn_gelu_forward(&cpu_ctx, cpu1(&out), cpu1(&t));
+    nn_gelu_forward(&gpu_ctx, gpu1(&out), gpu1(&t));
+    expect(s->name, "gelu_forward, x from -9 to -3", &out, CLOSE);
+    nn_gelu_backward(&cpu_ctx, cpu1(&out), NN_GRAD_SET, cpu1(&t), cpu1(&y));
+    nn_gelu_backward(&gpu_ctx, gpu1(&out), NN_GRAD_SET, gpu1(&t), gpu1(&y));
+    expect(s->name, "gelu_backward, x from -9 to -3", &out, CLOSE);
+    release(&t);
+  }
   nn_residual_forward(&cpu_ctx, cpu1(&out), cpu1(&x), cpu1(&y));
   nn_residual_forward(&gpu_ctx, gpu1(&out), gpu1(&x), gpu1(&y));
   expect(s->name, "residual_forward", &out, EXACT);
