@@ -54,7 +54,7 @@ refused() {  # refused NAME MESSAGE ARGS...: fsdp plan ARGS fails, saying MESSAG
 }
 
 # made_up_log PLAN OUT STEP_MS EXPOSED_MS [KEY=JSON|KEY=]...: eight steps of the run PLAN
-# (fsdp plan's JSON) is of, as `fsdp train --log` writes them: STEP_MS and EXPOSED_MS are
+# (fsdp plan's JSON) is of, its setup, as `fsdp train --log` writes them: STEP_MS and EXPOSED_MS are
 # Python of the plan's time t, its tokens a step and FLOPs a token the plan's. KEY=JSON
 # sets a field of each line, KEY= drops it.
 made_up_log() {
@@ -67,7 +67,7 @@ tokens = t["tokens_per_s"] * t["step_ms"] / 1e3
 flops = t["mfu"] * t["machine"]["peak_flops"] * w * t["step_ms"] / 1e3
 with open(sys.argv[2], "w") as f:
     for step in range(1, 9):
-        line = {"step": step, "world_size": w, "threads_per_rank": 1, "step_ms": step_ms,
+        line = {"step": step, "world_size": w, "setup": plan["setup"], "threads_per_rank": 1, "step_ms": step_ms,
                 "tokens_per_s": tokens / (step_ms / 1e3), "gflops": flops / (step_ms * 1e6),
                 "exposed_comm_ms": exposed_ms, "comm_ms": t["step_ms"]}
         for field in sys.argv[5:]:
@@ -87,7 +87,8 @@ t = json.load(open(sys.argv[1]))["time"]
 p = t["critical_path_ms"]
 parts = p["compute"] + p["all-gather"] + p["reduce-scatter"] + p["replicate all-reduce"] + p["host"]
 assert abs(parts - p["total"]) <= 1e-6 * p["total"], (parts, p)
-assert 0 < t["step_ms"] <= p["total"], t
+# The step is its critical path, its own all-reduces (the loss, the peak) included.
+assert 0 < t["step_ms"] and abs(t["step_ms"] - p["total"]) <= 1e-9 * p["total"], t
 assert abs(sum(t["compute_ms_by_op"].values()) - p["compute"]) <= 1e-6 * p["total"]
 assert t["all_gather_ms"] > 0 and t["reduce_scatter_ms"] > 0, t
 ' "$tmp/w4.json"
@@ -157,6 +158,17 @@ refused "calibrate refuses another batch" "its steps are of 1024 tokens (tokens_
 plan "$tmp/w2-layers.json" --world-size 2 --n-layer 3
 made_up_log "$tmp/w2-layers.json" "$tmp/layers.jsonl" 't["step_ms"]' 0
 refused "calibrate refuses another model" "a log of another model" --world-size 8 --calibrate "$tmp/layers.jsonl"
+# Nor its dtypes, sharding, wrap, ac or overlap: its setup names them, the first
+# difference is said; a log from before setups is taken as the plan's.
+plan "$tmp/w2-ac.json" --world-size 2 --ac full
+made_up_log "$tmp/w2-ac.json" "$tmp/ac.jsonl" '2 * t["step_ms"]' 0
+refused "calibrate refuses another setup" "its run had --ac full, this plan --ac none" --world-size 8 \
+  --calibrate "$tmp/ac.jsonl"
+plan "$tmp/cal-ac.json" --world-size 8 --ac full --calibrate "$tmp/ac.jsonl"
+made_up_log "$tmp/w2-ac.json" "$tmp/old.jsonl" '2 * t["step_ms"]' 0 setup=
+plan "$tmp/cal-old.json" --world-size 8 --calibrate "$tmp/old.jsonl"
+grep -qF "names no setup (a log from before 2026-12-07)" "$tmp/err" && echo "ok   a log without a setup" ||
+  { echo "FAIL a log without a setup: $(tail -n 2 "$tmp/err")"; failed=$((failed + 1)); }
 made_up_log "$tmp/w2.json" "$tmp/fast.jsonl" '1e-6 * t["step_ms"]' 0
 refused "calibrate refuses steps beyond the peak" "a log of a faster machine" --world-size 8 \
   --calibrate "$tmp/fast.jsonl"

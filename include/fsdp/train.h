@@ -84,6 +84,10 @@ struct train_config {
 void train_config_mesh(const struct train_config *c, int world_size, int *replicate, int *shard);
 /* B: --batch-size, or --global-batch-size / (world_size * --grad-accum), which must divide. */
 int train_config_batch_per_rank(const struct train_config *c, int world_size);
+/* What shapes a step's time at world_size beyond its tokens and FLOPs, as the flags that
+ * set it ("--device cpu --param-dtype bf16 ... --offload none"): the log's "setup", which
+ * `fsdp plan --calibrate` compares with the plan's. */
+void train_config_setup_text(const struct train_config *c, int world_size, char *out, size_t size);
 
 /* ---- train_run.c: `fsdp train` ---- */
 

@@ -403,6 +403,9 @@ static void print_json(const struct command_options *o, const struct plan *p, co
   const struct step_plan *s = &p->step;
   cJSON *j = cJSON_CreateObject();
   cJSON_AddNumberToObject(j, "world_size", o->world_size);
+  char setup[512];
+  train_config_setup_text(&o->run, o->world_size, setup, sizeof setup);
+  cJSON_AddStringToObject(j, "setup", setup);
   cJSON_AddNumberToObject(j, "parameters", (double)s->numel);
   cJSON_AddNumberToObject(j, "batch_per_rank", s->B);
   cJSON_AddNumberToObject(j, "openmp_threads_per_rank", nn_num_threads());

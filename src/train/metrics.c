@@ -45,6 +45,7 @@ static void write_json_line(FILE *log, const char *log_path, const struct step_m
   cJSON *o = cJSON_CreateObject();
   cJSON_AddNumberToObject(o, "step", m->step);
   cJSON_AddNumberToObject(o, "world_size", m->world_size);
+  cJSON_AddStringToObject(o, "setup", m->setup);
   cJSON_AddNumberToObject(o, "epoch", (double)m->epoch);
   cJSON_AddNumberToObject(o, "loss", m->loss);
   cJSON_AddNumberToObject(o, "grad_norm", m->grad_norm);

@@ -2,6 +2,7 @@
  * links scaled to what a logged run of the same configuration took. */
 #include <cJSON.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,7 @@
  * them. */
 struct logged_run {
   int world_size, threads, steps; /* threads: a rank's on the cpu, -1 where the log does not say (cuda) */
+  char setup[512]; /* its "setup" (train_config_setup_text's); "" in a log from before 2026-12-07 */
   double step_ms, exposed_ms;
   double tokens, flops_per_token; /* a step's over all ranks, from tokens_per_s and gflops */
 };
@@ -74,6 +76,12 @@ static void read_log(const char *path, struct logged_run *run) {
         fsdp_fatal("--calibrate '%s': line %d is of world size %d, earlier lines of %d: one run a log", path, at, w,
                    run->world_size);
       run->world_size = w;
+      const cJSON *setup = cJSON_GetObjectItemCaseSensitive(j, "setup");
+      if (setup && (!cJSON_IsString(setup) || strlen(setup->valuestring) >= sizeof run->setup))
+        fsdp_fatal("--calibrate '%s': line %d's setup is not a string of the flags a run was set up with", path, at);
+      if (n > 0 && strcmp(setup ? setup->valuestring : "", run->setup) != 0)
+        fsdp_fatal("--calibrate '%s': line %d's setup is not earlier lines': one run a log", path, at);
+      snprintf(run->setup, sizeof run->setup, "%s", setup ? setup->valuestring : "");
       step[n] = number(j, "step_ms", 0, path, at);
       double tokens_per_s = number(j, "tokens_per_s", 0, path, at);
       run->tokens = tokens_per_s * step[n] / 1e3;
@@ -114,8 +122,54 @@ static void check_configuration(const struct train_config *c, const char *path, 
                path, run->flops_per_token / 1e9, flops / 1e9, c->model.name, p->numel);
 }
 
+/* The mesh the logged run had: its setup's --mesh, or none where a log has no setup. */
+static struct mesh_shape logged_mesh(const struct logged_run *run) {
+  struct mesh_shape mesh = {0, 0};
+  const char *at = strstr(run->setup, "--mesh ");
+  if (at && sscanf(at, "--mesh %d,%d", &mesh.replicate, &mesh.shard) != 2) mesh = (struct mesh_shape){0, 0};
+  return mesh;
+}
+
+/* Fitting a run of another dtype, sharding, wrap, activation checkpointing or overlap
+ * would scale the rates by what these change, not by the machine: the first flag whose
+ * value differs is named. */
+static void check_setup(const struct train_config *c, const char *path, const struct logged_run *run) {
+  if (!run->setup[0]) {
+    fsdp_log_info("calibrate: warning: '%s' names no setup (a log from before 2026-12-07): its run is taken to have "
+                  "had this plan's dtypes, sharding, wrap, ac and overlap",
+                  path);
+    return;
+  }
+  char planned[512];
+  train_config_setup_text(c, run->world_size, planned, sizeof planned);
+  if (strcmp(planned, run->setup) == 0) return;
+  const char *a = run->setup, *b = planned;
+  while (*a || *b) {
+    size_t la = strcspn(a, " "), lb = strcspn(b, " ");
+    const char *va = a + la + (a[la] != '\0'), *vb = b + lb + (b[lb] != '\0');
+    size_t lva = strcspn(va, " "), lvb = strcspn(vb, " ");
+    if (la != lb || strncmp(a, b, la) != 0 || lva != lvb || strncmp(va, vb, lva) != 0)
+      fsdp_fatal("--calibrate '%s': its run had %.*s %.*s, this plan %.*s %.*s: plan with the flags the run had "
+                 "(its setup: %s)",
+                 path, (int)la, a, (int)lva, va, (int)lb, b, (int)lvb, vb, run->setup);
+    a = va + lva + (va[lva] != '\0');
+    b = vb + lvb + (vb[lvb] != '\0');
+  }
+  fsdp_fatal("--calibrate '%s': its run's setup '%s' is not this plan's '%s'", path, run->setup, planned);
+}
+
 /* The compute a step takes outside its exposed communication. */
 static double compute_ms(const struct step_time *t) { return t->step_ms - t->exposed_ms; }
+
+/* Scales m's compute so that the plan's step outside its exposed communication (the whole
+ * step where the log has no exposure: cuda) takes the log's outside_ms. */
+static void fit_compute(const struct train_config *c, struct plan_machine *m, int world_size, int timed,
+                        double outside_ms, struct step_plan *p) {
+  plan_step(c, world_size, m, p);
+  double planned = timed ? compute_ms(&p->time) : p->time.step_ms;
+  if (planned <= 0) fsdp_fatal("--calibrate: the plan at world size %d takes no time", world_size);
+  m->compute_scale *= planned / outside_ms;
+}
 
 /* What makes the plan at the log's world size expose as much communication as the log.
  * For a run on one machine, the scale of the links within it, searched over 10^-4 .. 10^2:
@@ -157,10 +211,11 @@ void plan_calibrate(const struct train_config *c, struct plan_machine *m, const 
   if (outside_ms <= 0)
     fsdp_fatal("--calibrate '%s': its steps took %.3f ms, %.3f of them exposed communication: nothing to fit",
                log_path, run.step_ms, run.exposed_ms);
-  /* The logged run had its ranks on as few machines as the plan's, and a mesh of its own
-   * where the plan's does not cover it. */
+  /* The logged run had its ranks on as few machines as the plan's, and its own mesh where
+   * the plan's does not cover it. */
   struct train_config logged = *c;
-  if (c->mesh.replicate * c->mesh.shard != run.world_size) logged.mesh = (struct mesh_shape){0, 0};
+  if (c->mesh.replicate * c->mesh.shard != run.world_size) logged.mesh = logged_mesh(&run);
+  check_setup(&logged, log_path, &run);
   struct plan_machine at_log = *m;
   if (at_log.links.ranks_per_node > run.world_size) at_log.links.ranks_per_node = run.world_size;
   struct step_plan *p = fsdp_xmalloc(sizeof *p);
@@ -172,14 +227,13 @@ void plan_calibrate(const struct train_config *c, struct plan_machine *m, const 
                "log of a faster machine",
                log_path, run.step_ms, 100 * mfu, m->name, m->peak_flops / 1e12);
   /* Faster compute hides more of the collectives, slower links expose more of them: a few
-   * rounds settle the two. */
+   * rounds settle the two. The compute is fitted last: the links' latency moves the step's
+   * own all-reduces (its loss, its peak), outside the exposed communication. */
   for (int round = 0; round < 3; round++) {
-    plan_step(&logged, run.world_size, &at_log, p);
-    double planned = timed ? compute_ms(&p->time) : p->time.step_ms;
-    if (planned <= 0) fsdp_fatal("--calibrate: the plan at world size %d takes no time", run.world_size);
-    at_log.compute_scale *= planned / outside_ms;
+    fit_compute(&logged, &at_log, run.world_size, timed, outside_ms, p);
     if (timed && run.world_size > 1) fit_links(&logged, &at_log, run.world_size, run.exposed_ms, p);
   }
+  fit_compute(&logged, &at_log, run.world_size, timed, outside_ms, p);
   free(p);
   if (!(at_log.compute_scale >= COMPUTE_SCALE_MIN && at_log.compute_scale <= COMPUTE_SCALE_MAX))
     fsdp_fatal("--calibrate '%s': its steps of %.6g ms (%.6g outside exposed communication) fit compute at %.3g x "

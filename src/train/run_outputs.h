@@ -14,6 +14,7 @@
 struct step_metrics {
   int step, steps;
   int world_size;
+  const char *setup;         /* train_config_setup_text's: what shapes the step's time */
   int threads_per_rank;      /* on the cpu, each rank's OpenMP threads; else 0 */
   double loss, grad_norm, lr, step_ms, tokens_per_s;
   double data_ms;            /* this rank's time reading the step's windows (data_loader.c), within step_ms */

@@ -1,4 +1,7 @@
 /* What a training configuration resolves to at a world size (train.h). */
+#include <stdio.h>
+
+#include "fsdp/dtype.h"
 #include "fsdp/error.h"
 #include "fsdp/train.h"
 
@@ -18,4 +21,28 @@ int train_config_batch_per_rank(const struct train_config *c, int world_size) {
     fsdp_fatal("--global-batch-size %d is not divisible by the world size %d times --grad-accum %d",
                c->global_batch_size, world_size, c->grad_accum);
   return c->global_batch_size / parts;
+}
+
+void train_config_setup_text(const struct train_config *c, int world_size, char *out, size_t size) {
+  static const char *const RESHARD[] = {"auto", "true", "false"}, *const BACKWARD[] = {"none", "pre", "post"};
+  int replicate, shard;
+  train_config_mesh(c, world_size, &replicate, &shard);
+  char wrap[32], ac[32];
+  if (c->wrap.kind == WRAP_SIZE)
+    snprintf(wrap, sizeof wrap, "size:%zu", c->wrap.min_params);
+  else
+    snprintf(wrap, sizeof wrap, "%s", c->wrap.kind == WRAP_NONE ? "none" : "block");
+  if (c->ac_every <= 1)
+    snprintf(ac, sizeof ac, "%s", c->ac_every ? "full" : "none");
+  else
+    snprintf(ac, sizeof ac, "every:%d", c->ac_every);
+  snprintf(out, size,
+           "--device %s --param-dtype %s --reduce-dtype %s --sharding %s --mesh %d,%d --wrap %s "
+           "--reshard-after-forward %s --ac %s --accum-mode %s --prefetch %d --backward-prefetch %s "
+           "--max-unsharded %d --overlap %s --offload %s",
+           c->model.device, dtype_name(c->mp.param_dtype), dtype_name(c->mp.reduce_dtype),
+           sharding_strategy_name(c->model.sharding), replicate, shard, wrap,
+           RESHARD[c->wrap.reshard_after_forward], ac, c->accum_mode == ACCUM_NO_SYNC ? "no-sync" : "sharded",
+           c->overlap.prefetch, BACKWARD[c->overlap.backward_prefetch], c->overlap.max_unsharded,
+           c->overlap.blocking ? "off" : "on", c->offload_cpu ? "cpu" : "none");
 }
