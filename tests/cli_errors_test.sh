@@ -216,8 +216,18 @@ COMMAND=plan expect_error "plan negative link" "--link: '-5GB/s' must be positiv
   --link intra=-5GB/s
 COMMAND=plan expect_error "plan infinite link" "--link: '1e400GB/s' must be positive and finite" --world-size 2 \
   --link inter=1e400GB/s
-COMMAND=plan expect_error "plan efficiency range" "--efficiency matmul=1.5: matmul=1.5 must be a fraction in (0, 1]" \
+COMMAND=plan expect_error "plan efficiency range" "--efficiency matmul=1.5: matmul=1.5 must be a fraction in [0.001, 1]" \
   --world-size 2 --efficiency matmul=1.5
+COMMAND=plan expect_error "plan preset with a latency" "--link inter=ethernet-25g,5us: a preset comes with its latency" \
+  --world-size 4 --ranks-per-node 2 --link inter=ethernet-25g,5us
+COMMAND=plan expect_error "plan link twice" "--link intra=1GB/s and --link intra=2GB/s: one link given twice" \
+  --world-size 2 --link intra=1GB/s --link intra=2GB/s
+COMMAND=plan expect_error "plan vocab past an int padded" "--vocab-size 2147483647 is too large: at most 2147483520" \
+  --world-size 2 --model gpt2-tiny --vocab-size 2147483647
+COMMAND=plan expect_error "plan grad-accum bound" "--grad-accum 2147483647: at most 65536 micro-batches a step" \
+  --world-size 2 --grad-accum 2147483647
+COMMAND=plan expect_error "plan sweep global batch" "--global-batch-size: not with --sweep" --sweep 1,2 \
+  --global-batch-size 64
 COMMAND=plan expect_error "plan efficiency class" "--efficiency tensor=0.5: unknown op class 'tensor'" \
   --world-size 2 --efficiency tensor=0.5
 COMMAND=plan expect_error "plan calibrate missing" "--calibrate log '$tmp/none.jsonl': " --world-size 2 \

@@ -182,7 +182,8 @@ refused "link latency in range" "--link inter=1GB/s,1e307s: '1e307s' is outside 
   --world-size 4 --ranks-per-node 2 --link inter=1GB/s,1e307s
 refused "gpu rate in range" "--gpu h100-sxm,hbm=1e-320GB/s: '1e-320GB/s' is outside the rates of a machine" \
   --device cuda --world-size 4 --gpu h100-sxm,hbm=1e-320GB/s
-refused "times finite" "plan: at world size 4 the step takes" --world-size 4 --efficiency matmul=1e-320
+refused "efficiency in range" "--efficiency matmul=1e-320: matmul=1e-320 must be a fraction in [0.001, 1]" \
+  --world-size 4 --efficiency matmul=1e-320
 
 plan "$tmp/sweep.json" --sweep 1:4 --sweep-svg "$tmp/sweep.svg"
 py "sweep" '

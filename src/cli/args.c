@@ -397,16 +397,16 @@ static const struct flag FLAGS[] = {
              "printed as text, up to an end-of-text token), or llm.c's GPT-2 tokenizer file (gpt2_tokenizer.bin: "
              "printed as text)"},
 
-    {OUTPUT, "--log", BOTH, "FILE", FLAG_NOTE("none"), TEXT(run.log_path), .help = "metrics, one JSON object per step"},
+    {OUTPUT, "--log", TRAIN, "FILE", FLAG_NOTE("none"), TEXT(run.log_path), .help = "metrics, one JSON object per step"},
     {OUTPUT, "--peak-gflops", TRAIN, "X", FLAG_NOTE("cpu: measured once and cached; cuda: the card's bf16 peak"),
      FLOAT(run.peak_gflops, FLAG_POSITIVE), .help = "a rank's peak GFLOP/s, which the MFU of each step is measured against"},
-    {OUTPUT, "--trace", BOTH, "FILE", FLAG_NOTE("none"), TEXT(run.trace_path),
+    {OUTPUT, "--trace", TRAIN, "FILE", FLAG_NOTE("none"), TEXT(run.trace_path),
      .help = "Chrome trace JSON of --trace-steps (ui.perfetto.dev, chrome://tracing)"},
-    {OUTPUT, "--trace-steps", BOTH, "A:B", FLAG_NOTE(STEP_RANGE_DEFAULT), CUSTOM(run.trace_steps, parse_step_range),
+    {OUTPUT, "--trace-steps", TRAIN, "A:B", FLAG_NOTE(STEP_RANGE_DEFAULT), CUSTOM(run.trace_steps, parse_step_range),
      .help = "the steps the trace covers"},
-    {OUTPUT, "--memory-snapshot", BOTH, "FILE", FLAG_NOTE("none"), TEXT(run.snapshot_path),
+    {OUTPUT, "--memory-snapshot", TRAIN, "FILE", FLAG_NOTE("none"), TEXT(run.snapshot_path),
      .help = "every allocation and free of --snapshot-steps, for fsdp memviz"},
-    {OUTPUT, "--snapshot-steps", BOTH, "A:B", FLAG_NOTE(STEP_RANGE_DEFAULT),
+    {OUTPUT, "--snapshot-steps", TRAIN, "A:B", FLAG_NOTE(STEP_RANGE_DEFAULT),
      CUSTOM(run.snapshot_steps, parse_step_range), .help = "the steps the snapshot covers"},
 
     {CHECKPOINTS, "--checkpoint-dir", TRAIN, "DIR", FLAG_NOTE("none"), TEXT(run.checkpoint_dir),
@@ -607,10 +607,16 @@ static void check_gpt2_shape(struct command_options *o, const struct flag_parse 
   m->config.n_kv_head = m->config.n_head;
 }
 
-/* Flags given that other flags would make void: --global-batch-size sets each rank's
- * batch (G / (W --grad-accum)), so a --batch-size beside it was ignored; --val-every with
- * validation turned off validated nothing. */
+/* A step runs its micro-batches one after another: more than this many is no run's
+ * (2^31 of them planned for minutes and printed nothing). */
+enum { MAX_GRAD_ACCUM = 1 << 16 };
+
+/* Flags given out of reach (--grad-accum), or that other flags would make void:
+ * --global-batch-size sets each rank's batch (G / (W --grad-accum)), so a --batch-size
+ * beside it was ignored; --val-every with validation turned off validated nothing. */
 static void check_given_flags(const struct command_options *o, const struct flag_parse *given) {
+  if (o->run.grad_accum > MAX_GRAD_ACCUM)
+    fsdp_fatal("--grad-accum %d: at most %d micro-batches a step", o->run.grad_accum, MAX_GRAD_ACCUM);
   if (was_given(given, "--batch-size") && was_given(given, "--global-batch-size"))
     fsdp_fatal("--batch-size %d and --global-batch-size %d: give one (--global-batch-size G makes each rank's batch "
                "G / (world size x --grad-accum))",
@@ -654,6 +660,8 @@ int command_options_parse(enum command command, struct command_options *o, int a
   if (o->sweep && (o->world_size || o->run.mesh.replicate))
     fsdp_fatal("%s: not with --sweep, which plans each of its world sizes over the layouts",
                o->world_size ? "--world-size" : "--mesh");
+  if (o->sweep && o->run.global_batch_size)
+    fsdp_fatal("--global-batch-size: not with --sweep, which plans each world size over batch sizes a rank");
   resolve_and_check(o);
   check_threads();
   return 0;

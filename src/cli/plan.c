@@ -135,7 +135,12 @@ void make_plan(const struct command_options *o, const struct train_config *run, 
 static void plan_machine(const struct command_options *o, struct plan_machine *m) {
   /* Bad figures are refused before the probes run. */
   struct plan_machine checked = {0};
-  for (int i = 0; i < o->links.n; i++) plan_machine_link(&checked, o->links.given[i]);
+  for (int i = 0; i < o->links.n; i++) {
+    plan_machine_link(&checked, o->links.given[i]);
+    for (int j = 0; j < i; j++)
+      if (strncmp(o->links.given[i], o->links.given[j], 6) == 0)
+        fsdp_fatal("--link %s and --link %s: one link given twice", o->links.given[j], o->links.given[i]);
+  }
   if (o->efficiency) plan_machine_efficiency(&checked, o->efficiency);
   if (is_cuda(&o->run)) {
     const char *gpu = o->gpu;

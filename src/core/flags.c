@@ -282,8 +282,18 @@ static int put_word(int column, const char *word, int len) {
   return column + printf("%.*s", len, word);
 }
 
+static int put_words(int column, const char *text) {
+  for (const char *word = text + strspn(text, " "); *word; word += strspn(word, " ")) {
+    int len = (int)strcspn(word, " ");
+    column = put_word(column, word, len);
+    word += len;
+  }
+  return column;
+}
+
 /* "  LEFT    TEXT TAIL": TEXT word-wrapped in a column of its own, TAIL (the default)
- * kept whole; a LEFT too wide for its column puts the rest on the next line. */
+ * kept whole where a line holds it; a LEFT too wide for its column puts the rest on the
+ * next line. */
 static void print_entry(const char *left, const char *text, const char *tail) {
   int column = printf("%*s%s", HELP_INDENT, "", left);
   if (column > HELP_TEXT_COLUMN - 2) {
@@ -291,17 +301,16 @@ static void print_entry(const char *left, const char *text, const char *tail) {
     column = 0;
   }
   column += printf("%*s", HELP_TEXT_COLUMN - column, "");
-  for (const char *word = text + strspn(text, " "); *word; word += strspn(word, " ")) {
-    int len = (int)strcspn(word, " ");
-    column = put_word(column, word, len);
-    word += len;
-  }
-  if (tail) put_word(column, tail, (int)strlen(tail));
+  column = put_words(column, text);
+  if (tail && strlen(tail) <= HELP_WIDTH - HELP_TEXT_COLUMN)
+    put_word(column, tail, (int)strlen(tail));
+  else if (tail)
+    put_words(column, tail);
   printf("\n");
 }
 
 static void print_flag(const struct flag *f) {
-  char left[64], text[768], tail[128];
+  char left[64], text[768], tail[256];
   snprintf(left, sizeof left, "%s%s%s %s", f->alias ? f->alias : "", f->alias ? ", " : "", f->name, f->metavar);
   snprintf(text, sizeof text, "%s%s%s", f->help, f->help_more ? " " : "", f->help_more ? f->help_more() : "");
   const char *t = tail;

@@ -14,6 +14,12 @@ const char *decoder_config_problem(const struct model_config *c) {
   if (c->n_head < 1) return "--n-head must be at least 1";
   if (c->n_embd < 1) return "--n-embd must be at least 1";
   if (c->vocab_size < 1) return "--vocab-size must be at least 1";
+  /* Padded up to whole rows of DECODER_VOCAB_ALIGN, it must still be an int. */
+  if (c->vocab_size > INT_MAX / DECODER_VOCAB_ALIGN * DECODER_VOCAB_ALIGN) {
+    snprintf(message, sizeof message, "--vocab-size %d is too large: at most %d", c->vocab_size,
+             INT_MAX / DECODER_VOCAB_ALIGN * DECODER_VOCAB_ALIGN);
+    return message;
+  }
   if (c->max_seq_len < 1) return "the model's maximum sequence length must be at least 1";
   if (c->n_embd % c->n_head != 0) {
     snprintf(message, sizeof message, "--n-embd %d is not divisible by --n-head %d", c->n_embd, c->n_head);

@@ -38,7 +38,7 @@ static const double RATE_MIN = 1e3, RATE_MAX = 1e15, LATENCY_MIN = 1e-9, LATENCY
 static double rate_figure(const char *flag, const char *spec, const char *text) {
   double v = flag_quantity(flag, text, RATE_UNITS, COUNT(RATE_UNITS), RATE_FORM);
   if (v < RATE_MIN || v > RATE_MAX)
-    fsdp_fatal("%s %s: '%s' is outside the rates of a machine, 1kB/s .. 1PB/s", flag, spec, text);
+    fsdp_fatal("%s %s: '%s' is outside the rates of a machine, 1kB/s .. 1000TB/s", flag, spec, text);
   return v;
 }
 
@@ -159,6 +159,9 @@ void plan_machine_link(struct plan_machine *m, const char *spec) {
   if (n == 0 || n >= sizeof rate) fsdp_fatal("--link %s: no rate (RATE[,LATENCY], or a preset)", spec);
   memcpy(rate, value, n);
   rate[n] = '\0';
+  if ((p = link_preset(rate)))
+    fsdp_fatal("--link %s: a preset comes with its latency (%s: %g us); for another, give RATE,LATENCY (%gGB/s,%s)",
+               spec, p->name, p->latency_us, p->gbytes_per_s, comma + 1);
   if (!strchr("0123456789.+-", rate[0])) {
     char known[512];
     names(known, sizeof known, &LINKS[0].name, COUNT(LINKS), sizeof LINKS[0]);
@@ -185,8 +188,9 @@ void plan_machine_efficiency(struct plan_machine *m, const char *spec) {
       fsdp_fatal("--efficiency %s: unknown op class '%s' (known: matmul, attention, memory, link)", spec, part);
     char *end;
     double v = strtod(eq + 1, &end);
-    if (end == eq + 1 || *end || !(v > 0 && v <= 1))
-      fsdp_fatal("--efficiency %s: %s=%s must be a fraction in (0, 1]", spec, part, eq + 1);
+    /* Below a thousandth a step's times stop being of any machine (and soon finite). */
+    if (end == eq + 1 || *end || !(v >= 1e-3 && v <= 1))
+      fsdp_fatal("--efficiency %s: %s=%s must be a fraction in [0.001, 1]", spec, part, eq + 1);
     *field = v;
   }
   free(text);
