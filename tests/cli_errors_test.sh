@@ -251,6 +251,8 @@ COMMAND=plan expect_error "plan sweep picture alone" "--sweep-svg: only with --s
 expect_error "--cuda-arch is for plan" "unknown flag '--cuda-arch' (see fsdp train --help)" \
   --data "$tmp/small.bin" --cuda-arch sm_86
 expect_error "zero --comm-timeout" "--comm-timeout: must be positive, got '0'" --data "$tmp/small.bin" --comm-timeout 0
+expect_error "--comm-timeout under a second" "--comm-timeout 0.001: at least 1 second" --data "$tmp/small.bin" \
+  --comm-timeout 0.001
 expect_error "malformed --mesh" "--mesh: expected R,S" --data "$tmp/small.bin" --mesh 2
 expect_error "zero in --mesh" "--mesh: must be a positive integer, got '0'" --data "$tmp/small.bin" --mesh 0,1
 expect_error "--mesh with DDP" "--mesh 2,1: --sharding none replicates over every rank already" \

@@ -611,12 +611,17 @@ static void check_gpt2_shape(struct command_options *o, const struct flag_parse 
  * (2^31 of them planned for minutes and printed nothing). */
 enum { MAX_GRAD_ACCUM = 1 << 16 };
 
-/* Flags given out of reach (--grad-accum), or that other flags would make void:
+/* Flags given out of reach (--grad-accum, --comm-timeout), or that other flags would make void:
  * --global-batch-size sets each rank's batch (G / (W --grad-accum)), so a --batch-size
  * beside it was ignored; --val-every with validation turned off validated nothing. */
 static void check_given_flags(const struct command_options *o, const struct flag_parse *given) {
   if (o->run.grad_accum > MAX_GRAD_ACCUM)
     fsdp_fatal("--grad-accum %d: at most %d micro-batches a step", o->run.grad_accum, MAX_GRAD_ACCUM);
+  /* 1 ms ended a healthy run in its MPI_Finalize, after its last step. */
+  if (was_given(given, "--comm-timeout") && o->run.comm_timeout < 1.0f)
+    fsdp_fatal("--comm-timeout %g: at least 1 second (a healthy job's collectives and MPI's finalize take longer than "
+               "that)",
+               o->run.comm_timeout);
   if (was_given(given, "--batch-size") && was_given(given, "--global-batch-size"))
     fsdp_fatal("--batch-size %d and --global-batch-size %d: give one (--global-batch-size G makes each rank's batch "
                "G / (world size x --grad-accum))",

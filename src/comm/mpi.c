@@ -135,8 +135,8 @@ static void initial_timeout(void) {
   if (!text || !*text) return;
   char *end = NULL;
   double seconds = strtod(text, &end);
-  if (*end != '\0' || !(seconds > 0.0))
-    fsdp_fatal("FSDP_COMM_TIMEOUT must be a positive number of seconds, not '%s'", text);
+  if (*end != '\0' || !(seconds >= 1.0))
+    fsdp_fatal("FSDP_COMM_TIMEOUT must be a number of seconds, at least 1 (as --comm-timeout), not '%s'", text);
   comm_set_timeout(seconds);
 }
 
