@@ -37,6 +37,12 @@ double peak_gflops(float given, enum dtype param_dtype, struct device *device, s
  * unknown, no MFU. */
 double peak_gpu_gflops(const char *model);
 
+/* The CPU's memory bandwidth in bytes/s as its streaming kernels reach it (y += x over two
+ * arrays of 64 MiB on this process's threads, the best of 5), cached beside the peak per
+ * instruction set, machine and thread count: a plan's times do not move with each probe's
+ * noise. A probe on busy cores is not kept. */
+double peak_memory_bytes_per_s(void);
+
 /* The CPU's name in the peak cache's key where there is no brand string to read (aarch64),
  * from /proc/cpuinfo's text: the core its first "CPU implementer" and "CPU part" lines
  * name (the MIDR's fields; lscpu's names), else "aarch64 implementer 0x.. part 0x...",

@@ -1,7 +1,9 @@
 /* The peak a run's FLOPs are measured against (mfu.h): a GPU's datasheet figure, or the
- * CPU's product rate, probed once and cached per machine. */
+ * CPU's product rate, probed once and cached per machine; the CPU's memory bandwidth,
+ * which plans time streaming ops with, the same way. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -367,4 +369,51 @@ double peak_gflops(float given, enum dtype param_dtype, struct device *device, s
   free(path);
   free(text);
   return rank == 0 ? gflops : 0.0;
+}
+
+/* ---- the CPU's memory bandwidth: probed once and cached as the peak is ---- */
+
+enum { BANDWIDTH_N = 1 << 24, BANDWIDTH_RUNS = 5 };
+
+/* The best of a few passes of y += x over two arrays of 64 MiB: 12 bytes an element. */
+static double probe_memory_gbytes_per_s(void) {
+  struct device *cpu = device_cpu();
+  struct stream *host = device_host_stream_create(cpu, "bandwidth probe");
+  struct nn_ctx k = {cpu, host};
+  float *buf = fsdp_xcalloc(2 * (size_t)BANDWIDTH_N, sizeof *buf);
+  struct tensor y = tensor_1d(buf, DTYPE_F32, BANDWIDTH_N), x = tensor_1d(buf + BANDWIDTH_N, DTYPE_F32, BANDWIDTH_N);
+  nn_add(&k, y, x);
+  double best = INFINITY;
+  for (int run = 0; run < BANDWIDTH_RUNS; run++) {
+    double t0 = time_now_ms();
+    nn_add(&k, y, x);
+    double ms = time_now_ms() - t0;
+    if (ms < best) best = ms;
+  }
+  free(buf);
+  stream_destroy(host);
+  return 12.0 * BANDWIDTH_N / (best * 1e-3) / 1e9;
+}
+
+double peak_memory_bytes_per_s(void) {
+  char model[64], isa[64], key[256];
+  cpu_model(model, sizeof model);
+  nn_cpu_isa(isa, sizeof isa);
+  snprintf(key, sizeof key, "GB/s fp32-add-2x64MiB isa=\"%s\" cpu=\"%s\" cpus=%ld threads=%d", isa, model,
+           sysconf(_SC_NPROCESSORS_ONLN), nn_num_threads());
+  char *path = cache_path(), *text = path ? cache_read(path) : copy("");
+  double gbytes = cache_lookup(text, key);
+  if (gbytes > 0.0) {
+    fsdp_log_info("memory: %.1f GB/s (%s), cached in %s", gbytes, key, path);
+  } else {
+    double others = other_load();
+    gbytes = probe_memory_gbytes_per_s();
+    int quiet = others < QUIET_LOAD;
+    fsdp_log_info("memory: %.1f GB/s (%s), measured now%s (other jobs' load %.1f)", gbytes, key,
+                  quiet ? "" : ", not cached: the cores are busy", others);
+    if (quiet && path) cache_store(path, text, key, gbytes);
+  }
+  free(path);
+  free(text);
+  return gbytes * 1e9;
 }

@@ -243,27 +243,6 @@ void plan_machine_gpu(struct plan_machine *m, const char *spec) {
   }
 }
 
-/* The best of a few passes of y += x over 64 MiB arrays: 12 bytes an element. */
-static double probe_memory_bytes_per_s(void) {
-  enum { N = 1 << 24, RUNS = 5 };
-  struct device *cpu = device_cpu();
-  struct stream *host = device_host_stream_create(cpu, "bandwidth probe");
-  struct nn_ctx k = {cpu, host};
-  float *buf = fsdp_xcalloc(2 * (size_t)N, sizeof *buf);
-  struct tensor y = tensor_1d(buf, DTYPE_F32, N), x = tensor_1d(buf + N, DTYPE_F32, N);
-  nn_add(&k, y, x);
-  double best = INFINITY;
-  for (int run = 0; run < RUNS; run++) {
-    double t0 = time_now_ms();
-    nn_add(&k, y, x);
-    double ms = time_now_ms() - t0;
-    if (ms < best) best = ms;
-  }
-  free(buf);
-  stream_destroy(host);
-  return 12.0 * N / (best * 1e-3);
-}
-
 void plan_machine_cpu(struct plan_machine *m, enum dtype compute_dtype) {
   memset(m, 0, sizeof *m);
   struct device *meta = device_open(DEVICE_META, DEVICE_CPU);
@@ -276,7 +255,7 @@ void plan_machine_cpu(struct plan_machine *m, enum dtype compute_dtype) {
   snprintf(m->name, sizeof m->name, "this machine's cpu (%d cores, %d threads a rank)", m->cpu_cores,
            m->threads_per_rank);
   m->peak_flops = gflops * 1e9;
-  m->memory_bytes_per_s = probe_memory_bytes_per_s();
+  m->memory_bytes_per_s = peak_memory_bytes_per_s();
   m->host_link_bytes_per_s = m->memory_bytes_per_s / 2;
   m->host_memory_bytes_per_s = m->memory_bytes_per_s;
   m->launch_s = CPU_LAUNCH_S;
