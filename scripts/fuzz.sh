@@ -12,7 +12,7 @@ seconds=${1:-7}
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(safetensors safetensors_index hf_config checkpoint token_file tokenizer text_encode
-                                     memory_snapshot documents)
+                                     memory_snapshot documents trace train_log)
 dir=${FUZZ_BUILD_DIR:-build-fuzz}
 scripts/install-deps.sh
 mkdir -p "$dir"

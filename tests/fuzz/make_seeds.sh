@@ -11,7 +11,7 @@ corpus=$here/corpus
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
-mkdir -p "$corpus"/{safetensors,safetensors_index,hf_config,checkpoint,token_file,tokenizer,text_encode,memory_snapshot,documents}
+mkdir -p "$corpus"/{safetensors,safetensors_index,hf_config,checkpoint,token_file,tokenizer,text_encode,memory_snapshot,documents,trace,train_log}
 
 # Tokenizers of both styles, and llm.c's tokenizer.bin and token files, by hand.
 python3 - "$here/../tokenizer_files.py" "$corpus" <<'PY'
@@ -70,7 +70,8 @@ open(f"{corpus}/safetensors_index/two-files.json", "w").write(json.dumps(index, 
 PY
 
 # A tiny GPT-2 and a tiny Llama 3 trained a step by fsdp: a checkpoint (the checkpoint
-# target's model), its memory snapshot, its export, and a token file fsdp tokenize wrote.
+# target's model), its memory snapshot, its export, and a token file fsdp tokenize wrote;
+# and the GPT-2's traces and logs on one rank and on two.
 printf 'the cat sat on the mat; in the hat there is a cat.\n%.0s' 1 2 3 4 > text.txt
 "$fsdp" tokenize --tokenizer "$corpus/tokenizer/gpt2-style.json" --output tokens.bin text.txt > /dev/null 2>&1
 cp tokens.bin "$corpus/token_file/fsdp-tokenize.bin"
@@ -102,3 +103,35 @@ cp llama/model-00001-of-*.safetensors "$corpus/safetensors/llama-bf16.safetensor
 cp gpt2/config.json "$corpus/hf_config/gpt2.json"
 cp llama/config.json "$corpus/hf_config/llama.json"
 cp llama/model.safetensors.index.json "$corpus/safetensors_index/llama-export.json"
+
+# The GPT-2's traces (fsdp traceviz's input) and logs (fsdp plan --calibrate's, which fits
+# the median of the steps past the first two: enough of them that a step slowed by a busy
+# machine does not move it): on one rank, two steps traced and seven logged; on two ranks,
+# one step traced and five logged. Two threads a rank, as the train_log target's machine.
+OMP_NUM_THREADS=2 "$fsdp" train "${gpt2[@]}" --data ids.bin --data-format nanogpt --seq-len 4 --batch-size 1 \
+  --steps 7 --trace-steps 2:3 --trace trace-1.json --log "$corpus/train_log/gpt2-tiny.jsonl" > /dev/null
+mpirun --allow-run-as-root --oversubscribe -np 2 -x OMP_NUM_THREADS=2 "$fsdp" train "${gpt2[@]}" --data ids.bin \
+  --data-format nanogpt --seq-len 4 --batch-size 1 --steps 5 --trace-steps 2:2 --trace trace-2.json \
+  --log "$corpus/train_log/gpt2-tiny-2-ranks.jsonl" > /dev/null
+# A trace holds an event a line, kept as written but for its bulk, so that a seed is a few
+# KB: the counters, which traceviz passes over (the first of each name stays), and the
+# kernels but a rank's first 6.
+python3 - trace-1.json trace-2.json "$corpus/trace" <<'PY'
+import json, sys
+for src, name in zip(sys.argv[1:3], ("gpt2-tiny.json", "gpt2-tiny-2-ranks.json")):
+    lines = open(src).read().rstrip("\n").split("\n")
+    events = [line.rstrip(",") for line in lines[1:-1]]
+    kernels = {(e["pid"], e["tid"]) for e in map(json.loads, events)
+               if e["name"] == "thread_name" and e["args"]["name"].endswith(" kernels")}
+    kept, counters, spans = [], set(), {}
+    for line in events:
+        e = json.loads(line)
+        if e["ph"] == "C":
+            if e["name"] in counters: continue
+            counters.add(e["name"])
+        if e["ph"] == "X" and (e["pid"], e["tid"]) in kernels:
+            spans[e["pid"]] = spans.get(e["pid"], 0) + 1
+            if spans[e["pid"]] > 6: continue
+        kept.append(line)
+    open(f"{sys.argv[3]}/{name}", "w").write(lines[0] + "\n" + ",\n".join(kept) + "\n" + lines[-1] + "\n")
+PY
