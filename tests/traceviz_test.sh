@@ -111,6 +111,14 @@ expect 1 '"traceEvents"\[0\]: "dur" must be a number' "$tmp/bad-dur.json" -o "$t
 expect 1 'missing the "traceEvents"' "$tmp/not-trace.json" -o "$tmp/x.svg"
 expect 1 "no spans of rank 7" "$tmp/full.json" --rank 7 -o "$tmp/x.svg"
 expect 1 "rank 0 holds 2 steps" "$tmp/full.json" --step 3 -o "$tmp/x.svg"
+# Steps no clock measured, whose axis was ticked without end (tests/fuzz: trace): times a
+# double apart, and a step whose tenth rounds to 0.
+printf '{"traceEvents": [{"ph": "X", "name": "optimizer", "pid": 0, "tid": 1, "ts": 1e308, "dur": 1e308}]}' \
+  >"$tmp/endless.json"
+printf '{"traceEvents": [{"ph": "X", "name": "optimizer", "pid": 0, "tid": 1, "ts": 0, "dur": 1e-320}]}' \
+  >"$tmp/instant.json"
+expect 1 "trace '$tmp/endless.json': rank 0's step 1 lasts inf ms" "$tmp/endless.json" -o "$tmp/x.svg"
+expect 1 "trace '$tmp/instant.json': rank 0's step 1 lasts 9.88131e-324 ms" "$tmp/instant.json" -o "$tmp/x.svg"
 expect 2 "must end in .svg" "$tmp/full.json" -o "$tmp/x.png"
 expect 2 "missing -o" "$tmp/full.json"
 cp "$tmp/full.json" "$tmp/trace.svg"

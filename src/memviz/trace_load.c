@@ -161,9 +161,18 @@ void timeline_load(struct timeline *t, const char *path, int rank, int step) {
     if (raw[i].ts_us < first_us) first_us = raw[i].ts_us;
   }
   if (t->n_steps == 0) fail(path, -1, "rank %d has no \"optimizer\" span, so no whole step", rank);
+  qsort(ends, (size_t)t->n_steps, sizeof *ends, compare_double);
+  /* The drawing ticks a step's axis every tenth of its length, so a step lasts a finite
+   * time, 0 or from the nanosecond the trace's times are rounded to (trace_file.c): finite
+   * times may lie further apart than a double holds, and the tenth of a length below a
+   * nanosecond may round to 0, which the ticks would never pass. */
+  for (int k = 0; k < t->n_steps; k++) {
+    double ms = (ends[k] - (k > 0 ? ends[k - 1] : first_us)) / 1e3;
+    if (!isfinite(ms) || (ms > 0 && ms < 1e-6))
+      fail(path, -1, "rank %d's step %d lasts %g ms, no time a clock measured", rank, k + 1, ms);
+  }
   if (step > t->n_steps)
     fail(path, -1, "--step %d: rank %d holds %d step%s", step, rank, t->n_steps, t->n_steps == 1 ? "" : "s");
-  qsort(ends, (size_t)t->n_steps, sizeof *ends, compare_double);
   t->step = step > 0 ? step : t->n_steps;
   double begin_us = t->step > 1 ? ends[t->step - 2] : first_us, end_us = ends[t->step - 1];
   t->step_ms = (end_us - begin_us) / 1e3;
