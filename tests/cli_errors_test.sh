@@ -240,6 +240,15 @@ COMMAND=plan expect_error "plan calibrate short log" "no step after the first tw
   --world-size 2 --calibrate "$tmp/short.jsonl"
 printf 'step 3\n' > "$tmp/text.jsonl"
 COMMAND=plan expect_error "plan calibrate text" "line 1 is not a JSON object" --world-size 2 --calibrate "$tmp/text.jsonl"
+# Counts an int cannot hold were cast to one: undefined behaviour (tests/fuzz: train_log).
+printf '{"step":3,"world_size":1e10}\n' > "$tmp/ranks.jsonl"
+COMMAND=plan expect_error "plan calibrate world size past an int" \
+  "--calibrate '$tmp/ranks.jsonl': line 1's world_size 1e+10 is not a whole number up to 2147483647" \
+  --world-size 2 --calibrate "$tmp/ranks.jsonl"
+printf '{"step":3,"world_size":2,"step_ms":1,"tokens_per_s":1,"gflops":1,"threads_per_rank":1e10}\n' \
+  > "$tmp/threads.jsonl"
+COMMAND=plan expect_error "plan calibrate threads past an int" \
+  "line 1's threads_per_rank 1e+10 is not a whole number up to 2147483647" --world-size 2 --calibrate "$tmp/threads.jsonl"
 COMMAND=plan expect_error "plan mesh does not divide" "--mesh 3,2: 3 x 2 = 6 ranks, but the job has 8" \
   --world-size 8 --mesh 3,2
 COMMAND=plan expect_error "plan sweep order" "--sweep 8:4: 8 is above 4" --sweep 8:4

@@ -1,6 +1,7 @@
 /* `fsdp plan --calibrate LOG` (train.h, plan_calibrate): the planned machine's compute and
  * links scaled to what a logged run of the same configuration took. */
 #include <cJSON.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,16 @@ static double number(const cJSON *line, const char *key, int optional, const cha
   return v->valuedouble;
 }
 
+/* The line's count of key (world_size, threads_per_rank): a whole number an int holds; -1
+ * when it has none and the key is optional. */
+static int count(const cJSON *line, const char *key, int optional, const char *path, int at) {
+  double v = number(line, key, optional, path, at);
+  if (v < 0) return -1;
+  if (v != floor(v) || v > INT_MAX)
+    fsdp_fatal("--calibrate '%s': line %d's %s %g is not a whole number up to %d", path, at, key, v, INT_MAX);
+  return (int)v;
+}
+
 static void read_log(const char *path, struct logged_run *run) {
   size_t length;
   char *text = input_file_read_all("--calibrate log", path, INPUT_JSON_MAX_BYTES, &length);
@@ -71,7 +82,7 @@ static void read_log(const char *path, struct logged_run *run) {
         step = fsdp_xrealloc(step, (size_t)cap * sizeof *step);
         exposed = fsdp_xrealloc(exposed, (size_t)cap * sizeof *exposed);
       }
-      int w = (int)number(j, "world_size", 0, path, at);
+      int w = count(j, "world_size", 0, path, at);
       if (run->world_size && w != run->world_size)
         fsdp_fatal("--calibrate '%s': line %d is of world size %d, earlier lines of %d: one run a log", path, at, w,
                    run->world_size);
@@ -87,7 +98,7 @@ static void read_log(const char *path, struct logged_run *run) {
       run->tokens = tokens_per_s * step[n] / 1e3;
       run->flops_per_token = number(j, "gflops", 0, path, at) * 1e9 / tokens_per_s;
       exposed[n] = number(j, "exposed_comm_ms", 1, path, at);
-      run->threads = (int)number(j, "threads_per_rank", 1, path, at);
+      run->threads = count(j, "threads_per_rank", 1, path, at);
       n++;
     }
     cJSON_Delete(j);
