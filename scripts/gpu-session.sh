@@ -250,9 +250,10 @@ stage_build() {
   fi
   local v flags=()
   # Only what setup found: without .gpu-deps, CMake looks where it always does.
+  # The tests' python is the image's (its torch): scripts/torch-venv.sh cannot reach PyPI here.
   for v in MPI_C_COMPILER=$MPICC MPIEXEC_EXECUTABLE=$MPIRUN DNNL_LIB=$DNNL_LIB DNNL_INCLUDE=$DNNL_INCLUDE \
            CJSON_LIB=$CJSON_LIB CJSON_INCLUDE=$CJSON_INCLUDE PCRE2_LIB=$PCRE2_LIB PCRE2_INCLUDE=$PCRE2_INCLUDE \
-           NCCL_ROOT=$NCCL_DIR; do
+           NCCL_ROOT=$NCCL_DIR TORCH_PYTHON=$(command -v python3); do
     [ -n "${v#*=}" ] && flags+=("-D$v")
   done
   # The kernels for this GPU alone (a sixth of the full list's device code to compile), or
