@@ -321,6 +321,20 @@ static void cache_store(const char *path, const char *old, const char *key, doub
   free(text);
 }
 
+/* Says where a probe's value v came from, and keeps one just measured on quiet cores in
+ * the cache: a probe on busy cores reads low, and a cached value would stay low. */
+static void report_probe(const char *what, const char *value, const char *key, const char *path, const char *text,
+                         int cached, double others, double v) {
+  if (cached) {
+    fsdp_log_info("%s: %s (%s), cached in %s", what, value, key, path);
+    return;
+  }
+  int quiet = others < QUIET_LOAD;
+  fsdp_log_info("%s: %s (%s), measured now%s (other jobs' load %.1f)", what, value, key,
+                quiet ? "" : ", not cached: the cores are busy", others);
+  if (quiet && path) cache_store(path, text, key, v);
+}
+
 /* Other jobs' runnable tasks: the 1-minute load average, which this job's ranks, started
  * a moment ago, have hardly moved yet (0 when unknown). */
 static double other_load(void) {
@@ -356,15 +370,10 @@ double peak_gflops(float given, enum dtype param_dtype, struct device *device, s
     gflops = probe_gflops(d);
     comm_barrier(group); /* no rank goes on to heavier work while another still probes */
   }
-  if (rank == 0 && cached > 0.0) {
-    fsdp_log_info("peak: %.0f GFLOP/s a rank (%s), cached in %s", gflops, key, path);
-  } else if (rank == 0) {
-    /* A probe on busy cores reads low, and a cached value would stay low: only a quiet
-     * one is kept. */
-    int quiet = others < QUIET_LOAD;
-    fsdp_log_info("peak: %.0f GFLOP/s a rank (%s), measured now%s (other jobs' load %.1f)", gflops, key,
-                  quiet ? "" : ", not cached: the cores are busy", others);
-    if (quiet && path) cache_store(path, text, key, gflops);
+  if (rank == 0) {
+    char value[64];
+    snprintf(value, sizeof value, "%.0f GFLOP/s a rank", gflops);
+    report_probe("peak", value, key, path, text, cached > 0.0, others, gflops);
   }
   free(path);
   free(text);
@@ -402,17 +411,11 @@ double peak_memory_bytes_per_s(void) {
   snprintf(key, sizeof key, "GB/s fp32-add-2x64MiB isa=\"%s\" cpu=\"%s\" cpus=%ld threads=%d", isa, model,
            sysconf(_SC_NPROCESSORS_ONLN), nn_num_threads());
   char *path = cache_path(), *text = path ? cache_read(path) : copy("");
-  double gbytes = cache_lookup(text, key);
-  if (gbytes > 0.0) {
-    fsdp_log_info("memory: %.1f GB/s (%s), cached in %s", gbytes, key, path);
-  } else {
-    double others = other_load();
-    gbytes = probe_memory_gbytes_per_s();
-    int quiet = others < QUIET_LOAD;
-    fsdp_log_info("memory: %.1f GB/s (%s), measured now%s (other jobs' load %.1f)", gbytes, key,
-                  quiet ? "" : ", not cached: the cores are busy", others);
-    if (quiet && path) cache_store(path, text, key, gbytes);
-  }
+  double cached = cache_lookup(text, key), others = other_load();
+  double gbytes = cached > 0.0 ? cached : probe_memory_gbytes_per_s();
+  char value[64];
+  snprintf(value, sizeof value, "%.1f GB/s", gbytes);
+  report_probe("memory", value, key, path, text, cached > 0.0, others, gbytes);
   free(path);
   free(text);
   return gbytes * 1e9;
