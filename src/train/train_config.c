@@ -24,7 +24,7 @@ int train_config_batch_per_rank(const struct train_config *c, int world_size) {
 }
 
 void train_config_setup_text(const struct train_config *c, int world_size, char *out, size_t size) {
-  static const char *const RESHARD[] = {"auto", "true", "false"}, *const BACKWARD[] = {"none", "pre", "post"};
+  static const char *const RESHARD[] = {"auto", "true", "false"};
   int replicate, shard;
   train_config_mesh(c, world_size, &replicate, &shard);
   char wrap[32], ac[32];
@@ -43,6 +43,6 @@ void train_config_setup_text(const struct train_config *c, int world_size, char 
            c->model.device, dtype_name(c->mp.param_dtype), dtype_name(c->mp.reduce_dtype),
            sharding_strategy_name(c->model.sharding), replicate, shard, wrap,
            RESHARD[c->wrap.reshard_after_forward], ac, c->accum_mode == ACCUM_NO_SYNC ? "no-sync" : "sharded",
-           c->overlap.prefetch, BACKWARD[c->overlap.backward_prefetch], c->overlap.max_unsharded,
+           c->overlap.prefetch, BACKWARD_PREFETCH_NAMES[c->overlap.backward_prefetch], c->overlap.max_unsharded,
            c->overlap.blocking ? "off" : "on", c->offload_cpu ? "cpu" : "none");
 }
