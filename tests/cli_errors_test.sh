@@ -240,6 +240,9 @@ COMMAND=plan expect_error "plan calibrate short log" "no step after the first tw
   --world-size 2 --calibrate "$tmp/short.jsonl"
 printf 'step 3\n' > "$tmp/text.jsonl"
 COMMAND=plan expect_error "plan calibrate text" "line 1 is not a JSON object" --world-size 2 --calibrate "$tmp/text.jsonl"
+printf '{"step":3}\n\000{"step":4}\n' > "$tmp/nul.jsonl"
+COMMAND=plan expect_error "plan calibrate NUL" "--calibrate '$tmp/nul.jsonl': a NUL byte at offset 11" --world-size 2 \
+  --calibrate "$tmp/nul.jsonl"
 # Counts an int cannot hold were cast to one: undefined behaviour (tests/fuzz: train_log).
 printf '{"step":3,"world_size":1e10}\n' > "$tmp/ranks.jsonl"
 COMMAND=plan expect_error "plan calibrate world size past an int" \

@@ -64,6 +64,9 @@ static int count(const cJSON *line, const char *key, int optional, const char *p
 static void read_log(const char *path, struct logged_run *run) {
   size_t length;
   char *text = input_file_read_all("--calibrate log", path, INPUT_JSON_MAX_BYTES, &length);
+  /* The lines are read as C strings: a NUL would end the log there, the rest unread. */
+  const char *nul = memchr(text, '\0', length);
+  if (nul) fsdp_fatal("--calibrate '%s': a NUL byte at offset %td: not a log of fsdp train", path, nul - text);
   double *step = NULL, *exposed = NULL;
   int n = 0, cap = 0, at = 0;
   *run = (struct logged_run){0};
