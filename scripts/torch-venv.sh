@@ -30,8 +30,9 @@ if [ ! -x "$python" ] && ! /usr/bin/python3 -m venv "$venv" >"$log" 2>&1; then
   fail "python3 -m venv failed (install python3-venv): $(tail -n 2 "$log")"
 fi
 echo "torch-venv: installing $packages into $venv (once; 5.4 GB)" >&2
+# No copy in pip's cache: the wheels would take as much disk again.
 # shellcheck disable=SC2086
-if ! "$python" -m pip install --disable-pip-version-check --progress-bar off -q $packages >"$log" 2>&1; then
+if ! "$python" -m pip install --disable-pip-version-check --no-cache-dir --progress-bar off -q $packages >"$log" 2>&1; then
   fail "pip install $packages failed (no network to pypi.org?): $(tail -n 3 "$log")"
 fi
 rm -f "$log"
