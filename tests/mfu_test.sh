@@ -4,7 +4,8 @@
 # the shape), over its time; its mfu is gflops over the peak of all ranks: --peak-gflops
 # times W. Without the flag the peak comes from a probe, or from the cache in
 # $XDG_CACHE_HOME/fsdp.c: a line written under the key the log names is read back and
-# used; an unwritable cache leaves the run as it was.
+# used; an unwritable cache leaves the run as it was. fsdp plan's memory bandwidth is
+# cached the same way.
 # Usage: mfu_test.sh path/to/fsdp PYTHON SOURCE_DIR MPIRUN...
 . "$(dirname "$0")/train_test_setup.sh"
 
@@ -31,6 +32,20 @@ train 1 "$tmp/cached.jsonl"
 grep -q "peak: 1234 GFLOP/s a rank ($key), cached in $tmp/cache/fsdp.c/peak-gflops.txt" "$tmp/out.txt" ||
   { echo "FAIL: the cached peak was not used:"; cat "$tmp/out.txt"; exit 1; }
 (export XDG_CACHE_HOME=/dev/null; train 1 "$tmp/uncached.jsonl")
+
+# The plan's memory bandwidth: probed, cached beside the peak, and a line under its key
+# read back, so that the same plan does not move with each probe.
+"$FSDP" plan --model gpt2-tiny --world-size 1 > /dev/null 2> "$tmp/plan.txt" || { cat "$tmp/plan.txt"; exit 1; }
+bandwidth_key=$(sed -n 's/^memory: [0-9.]* GB\/s (\(.*\)), measured now.*/\1/p' "$tmp/plan.txt")
+[ -n "$bandwidth_key" ] || { echo "FAIL: no bandwidth probe in the plan:"; cat "$tmp/plan.txt"; exit 1; }
+cache="$tmp/cache/fsdp.c/peak-gflops.txt"
+{ grep -vF "$bandwidth_key" "$cache"; printf '12.5 %s\n' "$bandwidth_key"; } > "$tmp/cache.new" && mv "$tmp/cache.new" "$cache"
+"$FSDP" plan --model gpt2-tiny --world-size 1 --format json > "$tmp/plan.json" 2> "$tmp/plan.txt" ||
+  { cat "$tmp/plan.txt"; exit 1; }
+grep -qF "memory: 12.5 GB/s ($bandwidth_key), cached in $cache" "$tmp/plan.txt" ||
+  { echo "FAIL: the cached bandwidth was not used:"; cat "$tmp/plan.txt"; exit 1; }
+"$PYTHON" -c 'import json, sys; m = json.load(open(sys.argv[1]))["time"]["machine"]
+assert m["memory_bytes_per_s"] == 12.5e9, m' "$tmp/plan.json" || { echo "FAIL: the plan did not take 12.5 GB/s"; exit 1; }
 
 "$PYTHON" - "$tmp" <<'PY'
 import json, os, sys

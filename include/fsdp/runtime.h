@@ -238,9 +238,11 @@ size_t fsdp_model_numel(const struct fsdp_model *m);
 /* Bytes of sharded state on this rank: (params + grads + 2 AdamW moments) * shard * 4. */
 size_t fsdp_model_sharded_state_bytes(const struct fsdp_model *m);
 
-/* The names of the strategies and backward prefetch modes, by value, then NULL. */
+/* The names of the strategies, backward prefetch and reshard-after-forward modes, by
+ * value, then NULL. */
 extern const char *const SHARDING_STRATEGY_NAMES[];
 extern const char *const BACKWARD_PREFETCH_NAMES[];
+extern const char *const RESHARD_AFTER_FORWARD_NAMES[];
 const char *sharding_strategy_name(enum sharding_strategy s);
 /* Returns -1 for an unknown name. */
 int sharding_strategy_parse(const char *name);

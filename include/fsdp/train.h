@@ -43,6 +43,8 @@ struct step_range {
 /* Gradient accumulation over micro-batches: reduce-scatter each one and add into the
  * sharded gradient, or keep the unsharded gradients and reduce once at the end. */
 enum accum_mode { ACCUM_SHARDED, ACCUM_NO_SYNC };
+/* "sharded", "no-sync" by value, then NULL. */
+extern const char *const ACCUM_MODE_NAMES[];
 
 /* A training run: `fsdp train` fills it from its flags, `fsdp plan` too (the data left
  * unread); eval, export and sample take its model, batch, precision and data. */
@@ -87,7 +89,8 @@ int train_config_batch_per_rank(const struct train_config *c, int world_size);
 /* What shapes a step's time at world_size beyond its tokens and FLOPs, as the flags that
  * set it ("--device cpu --param-dtype bf16 ... --offload none"): the log's "setup", which
  * `fsdp plan --calibrate` compares with the plan's. */
-void train_config_setup_text(const struct train_config *c, int world_size, char *out, size_t size);
+enum { TRAIN_SETUP_TEXT_MAX = 512 }; /* its bytes, the NUL's among them */
+void train_config_setup_text(const struct train_config *c, int world_size, char out[TRAIN_SETUP_TEXT_MAX]);
 
 /* ---- train_run.c: `fsdp train` ---- */
 

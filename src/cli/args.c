@@ -43,9 +43,6 @@ static const char *const DEVICES[] = {"cpu", "cuda", NULL};
 static const char *const PLAN_FORMATS[] = {"text", "json", NULL};
 static const char *const PARAM_DTYPES[] = {[DTYPE_F32] = "fp32", [DTYPE_BF16] = "bf16", [DTYPE_F16] = "fp16", NULL};
 static const char *const REDUCE_DTYPES[] = {[DTYPE_F32] = "fp32", [DTYPE_BF16] = "bf16", NULL};
-static const char *const RESHARD[] = {[RESHARD_AUTO] = "auto", [RESHARD_ALWAYS] = "true", [RESHARD_NEVER] = "false",
-                                      NULL};
-static const char *const ACCUM_MODES[] = {[ACCUM_SHARDED] = "sharded", [ACCUM_NO_SYNC] = "no-sync", NULL};
 static const char *const OFFLOAD[] = {"none", "cpu", NULL};     /* offload_cpu 0, 1 */
 static const char *const OVERLAP_ON_OFF[] = {"on", "off", NULL}; /* overlap.blocking 0, 1 */
 
@@ -256,7 +253,7 @@ static const struct flag FLAGS[] = {
              "unit of its own (block); consecutive modules until a unit holds N parameters (size:N, N such as 50M); "
              "or one unit (none). A tied output projection shares the embedding's unit"},
     {MODEL, "--reshard-after-forward", BOTH, "auto|true|false", FLAG_DEFAULT("auto"),
-     ENUM(run.wrap.reshard_after_forward, "value", RESHARD),
+     ENUM(run.wrap.reshard_after_forward, "value", RESHARD_AFTER_FORWARD_NAMES),
      .help = "full sharding: free a unit's gathered parameters after its forward; auto does so for all but the last "
              "unit of the forward, whose backward comes next"},
     {MODEL, "--device", MODELS, "cpu|cuda", FLAG_DEFAULT("cpu"), CHOICE(run.model.device, "device", DEVICES),
@@ -305,7 +302,8 @@ static const struct flag FLAGS[] = {
              "halved, and it doubles after 2000 good steps"},
     {MEMORY, "--grad-accum", BOTH, "K", FLAG_DEFAULT("1"), POSITIVE(run.grad_accum),
      .help = "micro-batches of --batch-size per optimizer step"},
-    {MEMORY, "--accum-mode", BOTH, "sharded|no-sync", FLAG_DEFAULT("sharded"), ENUM(run.accum_mode, "mode", ACCUM_MODES),
+    {MEMORY, "--accum-mode", BOTH, "sharded|no-sync", FLAG_DEFAULT("sharded"),
+     ENUM(run.accum_mode, "mode", ACCUM_MODE_NAMES),
      .help = "sharded: reduce-scatter every micro-batch and add into the sharded gradient (less memory, K times the "
              "traffic); no-sync: keep unsharded gradients over the micro-batches and reduce once"},
     {MEMORY, "--offload", BOTH, "none|cpu", FLAG_DEFAULT("none"), ENUM(run.offload_cpu, "offload", OFFLOAD),

@@ -137,8 +137,9 @@ static void plan_machine(const struct command_options *o, struct plan_machine *m
   struct plan_machine checked = {0};
   for (int i = 0; i < o->links.n; i++) {
     plan_machine_link(&checked, o->links.given[i]);
+    /* Its side, "intra=" or "inter=" (plan_machine_link has checked it), given before. */
     for (int j = 0; j < i; j++)
-      if (strncmp(o->links.given[i], o->links.given[j], 6) == 0)
+      if (strncmp(o->links.given[i], o->links.given[j], sizeof "intra=" - 1) == 0)
         fsdp_fatal("--link %s and --link %s: one link given twice", o->links.given[j], o->links.given[i]);
   }
   if (o->efficiency) plan_machine_efficiency(&checked, o->efficiency);
@@ -408,8 +409,8 @@ static void print_json(const struct command_options *o, const struct plan *p, co
   const struct step_plan *s = &p->step;
   cJSON *j = cJSON_CreateObject();
   cJSON_AddNumberToObject(j, "world_size", o->world_size);
-  char setup[512];
-  train_config_setup_text(&o->run, o->world_size, setup, sizeof setup);
+  char setup[TRAIN_SETUP_TEXT_MAX];
+  train_config_setup_text(&o->run, o->world_size, setup);
   cJSON_AddStringToObject(j, "setup", setup);
   cJSON_AddNumberToObject(j, "parameters", (double)s->numel);
   cJSON_AddNumberToObject(j, "batch_per_rank", s->B);

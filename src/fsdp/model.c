@@ -288,6 +288,8 @@ static int name_index(const char *const *names, int n, const char *name) {
 
 const char *const SHARDING_STRATEGY_NAMES[] = {"full", "grad-op", "none", NULL};
 const char *const BACKWARD_PREFETCH_NAMES[] = {"none", "pre", "post", NULL};
+const char *const RESHARD_AFTER_FORWARD_NAMES[] = {[RESHARD_AUTO] = "auto", [RESHARD_ALWAYS] = "true",
+                                                   [RESHARD_NEVER] = "false", NULL};
 
 const char *sharding_strategy_name(enum sharding_strategy s) { return SHARDING_STRATEGY_NAMES[s]; }
 int sharding_strategy_parse(const char *name) { return name_index(SHARDING_STRATEGY_NAMES, 3, name); }

@@ -19,7 +19,7 @@
  * them. */
 struct logged_run {
   int world_size, threads, steps; /* threads: a rank's on the cpu, -1 where the log does not say (cuda) */
-  char setup[512]; /* its "setup" (train_config_setup_text's); "" in a log from before 2026-12-07 */
+  char setup[TRAIN_SETUP_TEXT_MAX]; /* its "setup" (train_config_setup_text's); "" in a log from before 2026-12-07 */
   double step_ms, exposed_ms;
   double tokens, flops_per_token; /* a step's over all ranks, from tokens_per_s and gflops */
 };
@@ -154,22 +154,22 @@ static void check_setup(const struct train_config *c, const char *path, const st
                   path);
     return;
   }
-  char planned[512];
-  train_config_setup_text(c, run->world_size, planned, sizeof planned);
+  char planned[TRAIN_SETUP_TEXT_MAX], logged[TRAIN_SETUP_TEXT_MAX], *at_planned, *at_logged;
+  train_config_setup_text(c, run->world_size, planned);
   if (strcmp(planned, run->setup) == 0) return;
-  const char *a = run->setup, *b = planned;
-  while (*a || *b) {
-    size_t la = strcspn(a, " "), lb = strcspn(b, " ");
-    const char *va = a + la + (a[la] != '\0'), *vb = b + lb + (b[lb] != '\0');
-    size_t lva = strcspn(va, " "), lvb = strcspn(vb, " ");
-    if (la != lb || strncmp(a, b, la) != 0 || lva != lvb || strncmp(va, vb, lva) != 0)
-      fsdp_fatal("--calibrate '%s': its run had %.*s %.*s, this plan %.*s %.*s: plan with the flags the run had "
-                 "(its setup: %s)",
-                 path, (int)la, a, (int)lva, va, (int)lb, b, (int)lvb, vb, run->setup);
-    a = va + lva + (va[lva] != '\0');
-    b = vb + lvb + (vb[lvb] != '\0');
+  snprintf(logged, sizeof logged, "%s", run->setup);
+  /* "--flag value" pairs, a pair at a time from both. */
+  char *flag_l = strtok_r(logged, " ", &at_logged), *flag_p = strtok_r(planned, " ", &at_planned);
+  while (flag_l && flag_p) {
+    char *value_l = strtok_r(NULL, " ", &at_logged), *value_p = strtok_r(NULL, " ", &at_planned);
+    if (strcmp(flag_l, flag_p) != 0 || !value_l || !value_p || strcmp(value_l, value_p) != 0)
+      fsdp_fatal("--calibrate '%s': its run had %s %s, this plan %s %s: plan with the flags the run had (its setup: "
+                 "%s)",
+                 path, flag_l, value_l ? value_l : "", flag_p, value_p ? value_p : "", run->setup);
+    flag_l = strtok_r(NULL, " ", &at_logged);
+    flag_p = strtok_r(NULL, " ", &at_planned);
   }
-  fsdp_fatal("--calibrate '%s': its run's setup '%s' is not this plan's '%s'", path, run->setup, planned);
+  fsdp_fatal("--calibrate '%s': its run's setup '%s' is not this plan's", path, run->setup);
 }
 
 /* The compute a step takes outside its exposed communication. */

@@ -23,8 +23,9 @@ int train_config_batch_per_rank(const struct train_config *c, int world_size) {
   return c->global_batch_size / parts;
 }
 
-void train_config_setup_text(const struct train_config *c, int world_size, char *out, size_t size) {
-  static const char *const RESHARD[] = {"auto", "true", "false"};
+const char *const ACCUM_MODE_NAMES[] = {[ACCUM_SHARDED] = "sharded", [ACCUM_NO_SYNC] = "no-sync", NULL};
+
+void train_config_setup_text(const struct train_config *c, int world_size, char out[TRAIN_SETUP_TEXT_MAX]) {
   int replicate, shard;
   train_config_mesh(c, world_size, &replicate, &shard);
   char wrap[32], ac[32];
@@ -36,13 +37,13 @@ void train_config_setup_text(const struct train_config *c, int world_size, char 
     snprintf(ac, sizeof ac, "%s", c->ac_every ? "full" : "none");
   else
     snprintf(ac, sizeof ac, "every:%d", c->ac_every);
-  snprintf(out, size,
+  snprintf(out, TRAIN_SETUP_TEXT_MAX,
            "--device %s --param-dtype %s --reduce-dtype %s --sharding %s --mesh %d,%d --wrap %s "
            "--reshard-after-forward %s --ac %s --accum-mode %s --prefetch %d --backward-prefetch %s "
            "--max-unsharded %d --overlap %s --offload %s",
            c->model.device, dtype_name(c->mp.param_dtype), dtype_name(c->mp.reduce_dtype),
            sharding_strategy_name(c->model.sharding), replicate, shard, wrap,
-           RESHARD[c->wrap.reshard_after_forward], ac, c->accum_mode == ACCUM_NO_SYNC ? "no-sync" : "sharded",
+           RESHARD_AFTER_FORWARD_NAMES[c->wrap.reshard_after_forward], ac, ACCUM_MODE_NAMES[c->accum_mode],
            c->overlap.prefetch, BACKWARD_PREFETCH_NAMES[c->overlap.backward_prefetch], c->overlap.max_unsharded,
            c->overlap.blocking ? "off" : "on", c->offload_cpu ? "cpu" : "none");
 }

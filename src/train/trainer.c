@@ -94,7 +94,7 @@ void trainer_setup(struct trainer *t, const struct train_config *o, struct devic
   if (too_large) fsdp_fatal("%s", too_large);
   int shard; /* --mesh is checked before the data is read */
   train_config_mesh(o, t->world_size, &t->replicas, &shard);
-  train_config_setup_text(o, t->world_size, t->setup, sizeof t->setup);
+  train_config_setup_text(o, t->world_size, t->setup);
 
   if (!planning)
     data_loader_open(&t->data, &o->data, spec->config.vocab_size, o->seed, t->T, t->B * t->world_size * o->grad_accum);

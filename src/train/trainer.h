@@ -32,7 +32,7 @@ struct trainer {
   double flops_per_step; /* the model FLOPs of a step, all ranks (mfu.h) */
   double peak_gflops;    /* the job's peak (a rank's times W); 0: unknown */
   struct lr_schedule schedule; /* --lr, --min-lr, --warmup and --steps; a resumed run's may be extended */
-  char setup[512];             /* train_config_setup_text's, for the log */
+  char setup[TRAIN_SETUP_TEXT_MAX]; /* train_config_setup_text's, for the log */
 };
 
 /* Creates the model on device, sharded over group, and opens the data unless planning. */
