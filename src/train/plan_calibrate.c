@@ -241,8 +241,7 @@ void plan_calibrate(const struct train_config *c, struct plan_machine *m, const 
                "log of a faster machine",
                log_path, run.step_ms, 100 * mfu, m->name, m->peak_flops / 1e12);
   /* Faster compute hides more of the collectives, slower links expose more of them: a few
-   * rounds settle the two. The compute is fitted last: the links' latency moves the step's
-   * own all-reduces (its loss, its peak), outside the exposed communication. */
+   * rounds settle the two, the compute last. */
   for (int round = 0; round < 3; round++) {
     fit_compute(&logged, &at_log, run.world_size, timed, outside_ms, p);
     if (timed && run.world_size > 1) fit_links(&logged, &at_log, run.world_size, run.exposed_ms, p);

@@ -213,6 +213,7 @@ void trainer_step(struct trainer *t, int step, struct step_metrics *m) {
   /* The step's wait for the device: its loss and its norm, once the optimizer is launched. */
   double loss = o->model.family->take_loss(t->model);
   double norm = fsdp_model_measured_grad_norm(&t->fsdp) * unscale;
+  double step_ms = step_clock_ms(t) - start;
   m->minor_faults = minor_faults_so_far() - faults;
   fsdp_model_take_comm_times(&t->fsdp, &comm);
 
@@ -225,9 +226,6 @@ void trainer_step(struct trainer *t, int step, struct step_metrics *m) {
   fsdp_model_max_across_ranks_n(&t->fsdp, maxima, 2);
   m->mem_peak_bytes = (size_t)maxima[0];
   m->stop_signal = (int)maxima[1];
-  /* The step ends with its own two all-reduces (the loss, the peak): the next starts after
-   * them, and across machines their latency is the step's too. */
-  double step_ms = step_clock_ms(t) - start;
   m->comm_ms = comm.all_gather_ms + comm.reduce_scatter_ms + comm.replicate_ms;
   m->replicate_ms = comm.replicate_ms;
   m->all_gather_ms = comm.all_gather_ms;
